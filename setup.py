@@ -1,0 +1,23 @@
+"""Builds the C++ driver (torch_neuronx._C) at install time with torch.utils.cpp_extension.
+
+Use: pip install --no-build-isolation -e .   (after pip install torch==2.13.0)
+"""
+import glob
+import os
+
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+here = os.path.dirname(os.path.abspath(__file__))
+sources = sorted(glob.glob(os.path.join("torch_neuronx", "csrc", "*.cpp")))
+
+setup(
+    ext_modules=[
+        CppExtension(
+            "torch_neuronx._C",
+            sources,
+            extra_compile_args=["-O2", "-std=c++17", "-fvisibility=hidden"],
+        )
+    ],
+    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
+)

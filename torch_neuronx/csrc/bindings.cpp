@@ -1,0 +1,51 @@
+// Python bindings of the driver (torch_neuronx._C). Kept thin: policy, profiles and the
+// user-facing API live in Python; this exposes the mechanisms.
+#include "allocator.h"
+#include "generator.h"
+#include "host_alias.h"
+#include "op_table.h"
+#include "runtime.h"
+#include "sync.h"
+
+#include <torch/csrc/Generator.h>
+#include <torch/extension.h>
+
+namespace tn = torch_neuronx;
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.doc() = "torch_neuronx driver: emulated NeuronCore memory, guard, generators, eager path";
+  tn::install_routing_cpu_allocator();
+
+  m.def("_configure", &tn::configure, "device_count, capacity_bytes, profile");
+  m.def("_device_count", &tn::device_count);
+  m.def("_check_device_index", &tn::check_device_index);
+  m.def("_current_device", &tn::current_device);
+  m.def("_set_device", &tn::set_current_device);
+  m.def("_init", &tn::lazy_init);
+  m.def("_is_initialized", &tn::is_initialized);
+  m.def("_synchronize", [](int device) { tn::synchronize_device(device); });
+
+  m.def("_memory_stats", &tn::memory_stats);
+  m.def("_reset_peak_memory_stats", &tn::reset_peak_stats);
+  m.def("_reset_accumulated_memory_stats", &tn::reset_accumulated_stats);
+  m.def("_empty_cache", &tn::empty_cache);
+
+  m.def("_host_alias", &tn::host_alias);
+  m.def("_adopt_host_tensor", &tn::adopt_host_tensor);
+  m.def("_set_alloc_route", &tn::set_alloc_route);
+
+  m.def("_default_generator", [](int index) {
+    return py::reinterpret_steal<py::object>(
+        THPGenerator_initDefaultGenerator(tn::default_generator(c10::DeviceIndex(index))));
+  });
+
+  m.def("_set_op_policy", &tn::set_op_policy);
+  m.def("_set_strict", &tn::set_strict);
+  m.def("_strict", &tn::strict);
+  m.def("_executed_ops", &tn::executed_ops);
+  m.def("_fallback_ops", &tn::fallback_ops);
+  m.def("_clear_op_tracking", &tn::clear_op_tracking);
+  m.def("_counters", &tn::counters);
+  m.def("_clear_counters", &tn::clear_counters);
+  m.def("_bump_counter", [](const std::string& name, int64_t by) { tn::bump(name.c_str(), by); });
+}

@@ -1,0 +1,85 @@
+#include "host_alias.h"
+
+#include "allocator.h"
+#include "runtime.h"
+
+#include <ATen/ops/empty.h>
+#include <c10/core/TensorImpl.h>
+#include <cstring>
+
+namespace torch_neuronx {
+namespace {
+
+void release_storage_ref(void* ctx) {
+  c10::raw::intrusive_ptr::decref(static_cast<c10::StorageImpl*>(ctx));
+}
+
+c10::DataPtr keepalive_ptr(const c10::Storage& s, c10::Device label) {
+  c10::StorageImpl* impl = s.unsafeGetStorageImpl();
+  c10::raw::intrusive_ptr::incref(impl);
+  return c10::DataPtr(const_cast<void*>(s.data()), impl, &release_storage_ref, label);
+}
+
+void copy_geometry(const at::Tensor& from, c10::TensorImpl* to) {
+  to->set_sizes_and_strides(from.sizes(), from.strides(), from.storage_offset());
+  if (from.is_conj()) to->_set_conj(true);
+  if (from.is_neg()) to->_set_neg(true);
+}
+
+}  // namespace
+
+at::Tensor host_alias(const at::Tensor& t) {
+  if (!t.defined() || t.device().type() != kNeuron) return t;
+  const c10::Storage& st = t.storage();
+  auto cpu_storage = c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), st.nbytes(),
+      keepalive_ptr(st, c10::Device(c10::kCPU)), routing_cpu_allocator(), /*resizable=*/true);
+  auto alias = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(std::move(cpu_storage)), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
+  copy_geometry(t, alias.unsafeGetTensorImpl());
+  return alias;
+}
+
+at::Tensor view_of_storage(const c10::Storage& storage, const at::Tensor& like) {
+  auto out = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), like.dtype());
+  copy_geometry(like, out.unsafeGetTensorImpl());
+  return out;
+}
+
+// Device bytes for host storage `src`: shared (the neuron storage keeps `src` alive) when
+// the memory already belongs to `device`'s pool, else copied into fresh device memory.
+static c10::DataPtr to_device_bytes(c10::StorageImpl* src, int device) {
+  int owner = -1;
+  size_t n = src->nbytes();
+  if (owns(src->data_ptr(), &owner) && owner == device) {
+    return keepalive_ptr(c10::Storage(c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(src)),
+                         c10::Device(kNeuron, device));
+  }
+  c10::DataPtr dp = allocate_on(device, n, c10::Device(kNeuron, device));
+  if (n) std::memcpy(dp.get(), src->data(), n);
+  return dp;
+}
+
+void adopt_storage_bytes(c10::StorageImpl* dst, c10::StorageImpl* src, int device) {
+  size_t n = src->nbytes();
+  dst->set_data_ptr_noswap(to_device_bytes(src, device));
+  dst->set_nbytes(n);
+}
+
+at::Tensor adopt_host_tensor(const at::Tensor& t, int device) {
+  if (!t.defined() || t.device().type() == kNeuron) return t;
+  TORCH_CHECK(t.layout() == c10::kStrided,
+              "neuron: only strided tensors can live on the neuron device, got layout ",
+              t.layout(), " (torch.sparse / torch.nested tensors are not supported; keep them on CPU"
+              " or convert with .to_dense()).");
+  TORCH_CHECK(t.device().is_cpu(), "neuron: cannot adopt a tensor on ", t.device());
+  check_device_index(device);
+  c10::StorageImpl* src = t.storage().unsafeGetStorageImpl();
+  auto st = c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), src->nbytes(), to_device_bytes(src, device),
+      neuron_allocator(), /*resizable=*/true);
+  return view_of_storage(c10::Storage(std::move(st)), t);
+}
+
+}  // namespace torch_neuronx

@@ -1,0 +1,26 @@
+// Host aliasing: the emulated NeuronCore's memory is host RAM, so a neuron tensor can be
+// viewed as a CPU tensor over the same bytes, and CPU results adopted as neuron tensors.
+// This is how kernels "run on the device" with no copies in or out.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+namespace torch_neuronx {
+
+// CPU tensor over the same bytes as neuron tensor `t` (same sizes/strides/offset, conj/neg
+// bits). Its storage mirrors the whole neuron storage, keeps it alive, and is resizable
+// through the routing allocator. Non-neuron tensors are returned unchanged.
+at::Tensor host_alias(const at::Tensor& t);
+
+// Neuron tensor on `device` holding CPU tensor `t`'s data: zero-copy when the memory came
+// from that device's pool (allocation routing), else copied into device memory.
+at::Tensor adopt_host_tensor(const at::Tensor& t, int device);
+
+// Makes the neuron storage `dst` take over the bytes of the host storage `src` (used when
+// a CPU kernel resized an out= argument through its alias).
+void adopt_storage_bytes(c10::StorageImpl* dst, c10::StorageImpl* src, int device);
+
+// Neuron tensor viewing `storage` with `like`'s geometry (sizes/strides/offset/conj/neg).
+at::Tensor view_of_storage(const c10::Storage& storage, const at::Tensor& like);
+
+}  // namespace torch_neuronx

@@ -1,0 +1,239 @@
+"""TorchNeuron's eager op policy, as one data table.
+
+Every ATen op on neuron tensors is one of:
+- ``native``: lowered for the NeuronCore (on the emulated core: runs on device memory, no copies);
+- ``fallback``: no Neuron lowering; runs through the CPU fallback, warns once per op, and is
+  recorded in ``torch_neuronx.get_fallback_ops()``; an error under ``TORCH_NEURONX_STRICT=1``;
+- ``unsupported``: raises a clear error.
+
+The native inventory starts from TorchNeuron's (shared/reference/torchneuron-spec.md section 8:
+the StableHLO-lowered ops, the C++ layout ops and the Python ops), extended with the
+element-wise, reduction and layout ops that map one-to-one onto StableHLO primitives.
+The explicit CPU fallbacks are TorchNeuron's linalg decompositions. Anything not listed falls
+back, as on TorchNeuron. Keys are op names without overload ("aten::add"); an entry with an
+overload ("aten::add.Tensor") takes precedence.
+"""
+from __future__ import annotations
+
+NATIVE = "native"
+FALLBACK = "fallback"
+UNSUPPORTED = "unsupported"
+
+_STATUS_CODE = {NATIVE: 0, FALLBACK: 1, UNSUPPORTED: 2}
+
+# --- native inventory, grouped by what the NeuronCore engine does -------------------------
+_NATIVE_GROUPS: dict[str, str] = {
+    "element-wise unary (ScalarE/VectorE)": """
+        abs absolute acos acosh asin asinh atan atanh ceil cos cosh deg2rad digamma erf erfc
+        erfinv exp exp2 expm1 floor frac lgamma log log10 log1p log2 logit neg negative
+        reciprocal round rsqrt sigmoid sign sgn signbit sin sinc sinh sqrt square tan tanh trunc
+        fix relu relu6 gelu silu mish hardtanh hardsigmoid hardswish elu celu selu leaky_relu
+        softplus softshrink hardshrink threshold logical_not bitwise_not isnan isinf isfinite
+        isneginf isposinf isreal nan_to_num rad2deg positive conj_physical i0 glu prelu
+        _prelu_kernel rrelu_with_noise log_sigmoid_forward mvlgamma polygamma special_erfcx
+        special_i0e special_i1 special_i1e special_ndtr special_ndtri special_log_ndtr
+        special_entr special_xlog1py special_sinc xlogy""",
+    "element-wise binary / ternary": """
+        add sub subtract rsub mul multiply div divide true_divide floor_divide remainder fmod pow
+        float_power atan2 arctan2 hypot maximum minimum fmax fmin copysign nextafter ldexp
+        logaddexp logaddexp2 lerp addcmul addcdiv where clamp clamp_min clamp_max clip
+        heaviside eq ne lt le gt ge equal logical_and logical_or logical_xor bitwise_and
+        bitwise_or bitwise_xor bitwise_left_shift bitwise_right_shift __lshift__ __rshift__
+        __and__ __or__ __xor__ __ilshift__ __irshift__ isclose masked_fill gcd lcm""",
+    "activation / loss backward (VectorE)": """
+        threshold_backward gelu_backward silu_backward sigmoid_backward tanh_backward
+        hardtanh_backward elu_backward softplus_backward leaky_relu_backward hardswish_backward
+        hardsigmoid_backward mish_backward log_sigmoid_backward glu_backward softshrink_backward
+        hardshrink_backward logit_backward nll_loss_forward nll_loss_backward nll_loss2d_forward
+        nll_loss2d_backward mse_loss mse_loss_backward l1_loss smooth_l1_loss
+        smooth_l1_loss_backward huber_loss huber_loss_backward binary_cross_entropy
+        binary_cross_entropy_backward binary_cross_entropy_with_logits soft_margin_loss
+        soft_margin_loss_backward kl_div""",
+    "matmul family (TensorE)": """
+        mm bmm addmm addbmm baddbmm mv addmv dot vdot matmul linear linear_backward addr outer
+        _addmm_activation einsum tensordot _scaled_dot_product_flash_attention_for_cpu
+        _scaled_dot_product_flash_attention_for_cpu_backward
+        _scaled_dot_product_fused_attention_overrideable _grouped_mm""",
+    "reductions": """
+        sum mean nansum prod amax amin max min aminmax argmax argmin all any logsumexp norm
+        linalg_vector_norm std var std_mean var_mean count_nonzero cumsum cumprod cummax cummin
+        _cummax_helper _cummin_helper logcumsumexp topk sort argsort histc _softmax
+        _log_softmax _softmax_backward_data _log_softmax_backward_data softmax log_softmax
+        median nanmedian kthvalue mode renorm""",
+    "normalisation": """
+        native_layer_norm native_layer_norm_backward _fused_rms_norm _fused_rms_norm_backward
+        native_batch_norm native_batch_norm_backward _native_batch_norm_legit
+        _native_batch_norm_legit_no_training _native_batch_norm_legit_functional batch_norm_stats
+        batch_norm_elemt batch_norm_backward_elemt batch_norm_backward_reduce
+        batch_norm_gather_stats_with_counts native_group_norm native_group_norm_backward
+        _batch_norm_with_update _batch_norm_no_update batch_norm_backward""",
+    "convolution and pooling": """
+        convolution convolution_backward _convolution convolution_overrideable
+        convolution_backward_overrideable _slow_conv2d_forward _slow_conv2d_backward
+        mkldnn_convolution slow_conv3d_forward slow_conv_transpose2d slow_conv_transpose3d
+        slow_conv_dilated2d slow_conv_dilated3d _nnpack_spatial_convolution
+        max_pool2d_with_indices max_pool2d_with_indices_backward max_pool3d_with_indices
+        max_pool3d_with_indices_backward avg_pool2d avg_pool2d_backward avg_pool3d
+        avg_pool3d_backward _adaptive_avg_pool2d _adaptive_avg_pool2d_backward
+        _adaptive_avg_pool3d _adaptive_avg_pool3d_backward adaptive_max_pool2d
+        adaptive_max_pool2d_backward adaptive_max_pool3d adaptive_max_pool3d_backward
+        upsample_nearest1d upsample_nearest2d upsample_nearest3d upsample_linear1d
+        upsample_bilinear2d upsample_trilinear3d upsample_bicubic2d _upsample_nearest_exact1d
+        _upsample_nearest_exact2d _upsample_nearest_exact3d upsample_nearest1d_backward
+        upsample_nearest2d_backward upsample_nearest3d_backward upsample_linear1d_backward
+        upsample_bilinear2d_backward upsample_trilinear3d_backward upsample_bicubic2d_backward
+        _upsample_nearest_exact1d_backward _upsample_nearest_exact2d_backward
+        _upsample_nearest_exact3d_backward im2col col2im""",
+    "dropout and random (RNG engine)": """
+        native_dropout native_dropout_backward bernoulli normal uniform random randperm
+        exponential geometric cauchy log_normal multinomial rand randn randint rand_like
+        randn_like randint_like _fused_dropout poisson""",
+    "embedding, indexing, scatter/gather (DMA + GpSimd)": """
+        embedding embedding_dense_backward embedding_backward _embedding_bag
+        _embedding_bag_backward _embedding_bag_dense_backward _embedding_bag_per_sample_weights_backward
+        index index_select index_select_backward index_add index_copy index_fill index_put
+        _index_put_impl_ index_reduce gather scatter scatter_add scatter_reduce masked_scatter
+        masked_select nonzero nonzero_static one_hot take take_along_dim put searchsorted
+        bucketize _unique2 unique_dim unique_consecutive _unique bincount""",
+    "shape, layout, creation and copies": """
+        empty empty_like empty_strided new_empty new_empty_strided view as_strided
+        _reshape_alias unfold resize_ set_ copy_ _copy_from _copy_from_and_resize _to_copy clone
+        contiguous _local_scalar_dense record_stream repeat repeat_interleave flip roll rot90 tril
+        triu cat stack vstack hstack dstack constant_pad_nd reflection_pad1d reflection_pad2d
+        reflection_pad3d replication_pad1d replication_pad2d replication_pad3d
+        reflection_pad1d_backward reflection_pad2d_backward reflection_pad3d_backward
+        replication_pad1d_backward replication_pad2d_backward replication_pad3d_backward
+        slice_backward select_backward slice_scatter select_scatter diagonal_scatter
+        as_strided_scatter diag_embed diagonal_backward arange linspace logspace eye full ones
+        zeros full_like ones_like zeros_like scalar_tensor fill fill_ zero_ lift_fresh
+        lift_fresh_copy alias detach expand permute transpose t narrow narrow_copy select slice
+        split split_with_sizes unbind chunk squeeze unsqueeze flatten unflatten reshape view_as
+        movedim _unsafe_view unsafe_split unsafe_split_with_sizes diag tril_indices triu_indices
+        _pin_memory pin_memory is_pinned _has_compatible_shallow_copy_type resize_as_
+        _resize_output_ _efficientzerotensor complex polar view_as_real view_as_complex real
+        imag _conj _neg_view _conj_physical angle""",
+    "optimizers and AMP (fused / foreach kernels)": """
+        _foreach_add _foreach_add_ _foreach_sub _foreach_sub_ _foreach_mul _foreach_mul_
+        _foreach_div _foreach_div_ _foreach_addcmul _foreach_addcmul_ _foreach_addcdiv
+        _foreach_addcdiv_ _foreach_sqrt _foreach_sqrt_ _foreach_lerp _foreach_lerp_
+        _foreach_neg _foreach_neg_ _foreach_norm _foreach_maximum _foreach_maximum_
+        _foreach_minimum _foreach_minimum_ _foreach_copy_ _foreach_zero_ _foreach_abs
+        _foreach_abs_ _foreach_exp _foreach_exp_ _foreach_reciprocal _foreach_reciprocal_
+        _foreach_sign _foreach_sign_ _foreach_pow _foreach_pow_ _foreach_clamp_min
+        _foreach_clamp_min_ _foreach_clamp_max _foreach_clamp_max_ _foreach_sigmoid
+        _foreach_sigmoid_ _foreach_log _foreach_log_ _foreach_rsqrt _foreach_rsqrt_
+        _foreach_max _fused_adam_ _fused_adamw_ _fused_sgd_ _fused_adagrad_
+        _amp_foreach_non_finite_check_and_unscale_ _amp_update_scale_""",
+    "attention and recurrent cells": """
+        _native_multi_head_attention _transform_bias_rescale_qkv _masked_softmax
+        _masked_softmax_backward _thnn_fused_lstm_cell _thnn_fused_gru_cell
+        _thnn_fused_lstm_cell_backward_impl _thnn_fused_gru_cell_backward""",
+    "collectives (distributed communication ops)": """
+        _c10d_functional::all_reduce _c10d_functional::all_reduce_
+        _c10d_functional::all_gather_into_tensor _c10d_functional::reduce_scatter_tensor
+        _c10d_functional::all_to_all_single _c10d_functional::wait_tensor
+        _c10d_functional::broadcast _c10d_functional::broadcast_""",
+}
+
+# --- explicit CPU fallbacks (TorchNeuron's linalg decompositions) --------------------------
+_LINALG_REASON = ("TorchNeuron runs this linear-algebra decomposition on the host CPU "
+                  "(explicit CPU fallback); results are copied back to the device")
+_FALLBACK: dict[str, str] = {
+    name: _LINALG_REASON
+    for name in """linalg_qr _linalg_svd _linalg_eigh linalg_cholesky_ex linalg_inv_ex
+    linalg_lu_factor_ex linalg_ldl_factor_ex _linalg_slogdet _linalg_det cholesky_inverse
+    triangular_solve linalg_solve_triangular _linalg_solve_ex linalg_lu linalg_lu_solve
+    linalg_eig _linalg_eigvals linalg_householder_product geqrf ormqr cholesky_solve
+    linalg_ldl_solve lu_unpack linalg_matrix_exp""".split()
+}
+_FFT_REASON = ("FFT transforms other than the real/complex 1-D/2-D family are not lowered "
+               "for the NeuronCore; they run via CPU fallback")
+# FFT: the c2c/r2c/c2r primitives are native (decomposed into TensorE matmuls by the
+# compiler); everything else in torch.fft follows the fallback policy.
+_NATIVE_EXTRA = "_fft_r2c _fft_c2r _fft_c2c".split()
+
+_UNSUPPORTED: dict[str, str] = {
+    "aten::_nested_tensor_from_tensor_list": "torch.nested tensors are not supported on neuron; pad to a dense tensor",
+    "aten::_to_sparse": "torch.sparse tensors are not supported on neuron; keep sparse tensors on CPU",
+    "aten::to_sparse": "torch.sparse tensors are not supported on neuron; keep sparse tensors on CPU",
+    "aten::_to_sparse_csr": "torch.sparse tensors are not supported on neuron; keep sparse tensors on CPU",
+    "aten::to_mkldnn": "MKL-DNN layouts are CPU-only; keep this tensor on CPU",
+}
+
+DEFAULT_FALLBACK_REASON = ("no Neuron lowering for this op; it runs via CPU fallback "
+                           "(inputs and outputs move through host memory)")
+
+
+def _build() -> dict[str, tuple[str, str]]:
+    table: dict[str, tuple[str, str]] = {}
+    for group, names in _NATIVE_GROUPS.items():
+        for n in names.split():
+            key = n if "::" in n else f"aten::{n}"
+            table[key] = (NATIVE, f"native: {group}")
+    for n in _NATIVE_EXTRA:
+        table[f"aten::{n}"] = (NATIVE, "native: FFT primitive (c2c/r2c/c2r), lowered to TensorE")
+    for n, reason in _FALLBACK.items():
+        table[f"aten::{n}"] = (FALLBACK, reason)
+    for n, reason in _UNSUPPORTED.items():
+        table[n] = (UNSUPPORTED, reason)
+    return table
+
+
+TABLE: dict[str, tuple[str, str]] = _build()
+
+
+def _strip_inplace(name: str) -> str:
+    # In-place variants share the lowering of the functional op ("add_" -> "add").
+    ns, _, base = name.partition("::")
+    if base.endswith("_") and not base.endswith("__") and not base.startswith("_foreach") \
+            and not base.startswith("_fused") and not base.startswith("_amp"):
+        return f"{ns}::{base[:-1]}"
+    return name
+
+
+def policy_for(op_name: str) -> tuple[str, str]:
+    """(status, reason) for an op name like "aten::linalg_qr" or "aten::add.Tensor"."""
+    if op_name in TABLE:
+        return TABLE[op_name]
+    base = op_name.split(".", 1)[0]
+    for key in (base, _strip_inplace(base)):
+        if key in TABLE:
+            return TABLE[key]
+    if not base.startswith("aten::") and "::" in base and not base.startswith("_c10d"):
+        return NATIVE, "custom op: runs as registered by its library"
+    return FALLBACK, DEFAULT_FALLBACK_REASON
+
+
+def status_of(op_name: str) -> str:
+    return policy_for(op_name)[0]
+
+
+def all_aten_ops() -> list[str]:
+    """Every ATen op name (without overload) known to the dispatcher."""
+    import torch
+
+    names = {n.split(".", 1)[0] for n in torch._C._dispatch_get_all_op_names()
+             if n.startswith("aten::")}
+    return sorted(names)
+
+
+def compatibility_rows() -> list[dict[str, str]]:
+    rows = []
+    for name in all_aten_ops():
+        status, reason = policy_for(name)
+        rows.append({"op": name, "status": status, "reason": reason})
+    return rows
+
+
+def push_to_driver() -> None:
+    """Hand the table to the C++ eager path: every dispatcher op gets its status once."""
+    import torch
+
+    from torch_neuronx import _C
+
+    entries = []
+    names = {n.split(".", 1)[0] for n in torch._C._dispatch_get_all_op_names()}
+    for name in names:
+        status, reason = policy_for(name)
+        entries.append((name, _STATUS_CODE[status], reason))
+    _C._set_op_policy(entries)

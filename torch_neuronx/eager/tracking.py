@@ -1,0 +1,16 @@
+"""Which ops ran natively and which fell back to CPU (TorchNeuron's op tracking API)."""
+from torch_neuronx import _C
+
+
+def get_fallback_ops() -> list[str]:
+    """Op names (e.g. "aten::linalg_qr") that ran via CPU fallback since the last clear."""
+    return list(_C._fallback_ops())
+
+
+def get_executed_ops() -> list[str]:
+    """Op names that ran natively on the (emulated) NeuronCore since the last clear."""
+    return list(_C._executed_ops())
+
+
+def clear_op_tracking() -> None:
+    _C._clear_op_tracking()
