@@ -8,6 +8,14 @@ from __future__ import annotations
 
 import os as _os
 
+
+def _autoload() -> None:
+    """Entry point for PyTorch's backend autoloading: importing this package registers it.
+
+    Defined before `import torch`: when torch_neuronx is imported first, `import torch`
+    autoloads this (partially initialised) module and looks this name up."""
+
+
 import torch as _torch
 
 __version__ = "0.1.0"
@@ -65,7 +73,3 @@ def _register_distributed() -> None:
 
 if _torch.distributed.is_available():
     _register_distributed()
-
-
-def _autoload() -> None:
-    """Entry point for PyTorch's backend autoloading: importing this package registers it."""

@@ -5,6 +5,7 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -104,7 +105,11 @@ struct DeviceAllocator {
 
   [[noreturn]] void raise_oom(size_t requested) {
     num_ooms++;
-    auto mib = [](int64_t b) { return double(b) / (1 << 20); };
+    auto mib = [](int64_t b) {
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), "%.2f", double(b) / (1 << 20));
+      return std::string(buf);
+    };
     int64_t cap = device_capacity(device);
     TORCH_CHECK_WITH(
         OutOfMemoryError, false,
@@ -121,9 +126,9 @@ struct DeviceAllocator {
 
   Block* new_segment(size_t rounded, bool small) {
     size_t seg = small ? kSmallSegment
-                       : (rounded < kLargeSegmentLimit
-                              ? kLargeSegment
-                              : (rounded + kSegmentRound - 1) / kSegmentRound * kSegmentRound);
+                       : rounded < kLargeSegmentLimit ? kLargeSegment
+                       : rounded < kRoundLimit ? (rounded + kSegmentRound - 1) / kSegmentRound * kSegmentRound
+                       : rounded;  // >= 16 MiB: a segment of exactly the (512 B aligned) request
     int64_t cap = device_capacity(device);
     auto fits = [&](size_t s) { return reserved_bytes.s[kAll].current + int64_t(s) <= cap; };
     if (!fits(seg)) {

@@ -56,6 +56,7 @@ struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
   Stream getDefaultStream(Device d) const override { return Stream(Stream::UNSAFE, d, 0); }
   Stream getNewStream(Device d, int /*priority*/) const override {
+    if (!d.has_index()) d = Device(kNeuron, DeviceIndex(current_device()));
     check_device_index(d.index());
     return Stream(Stream::UNSAFE, d, g_next_stream++);
   }

@@ -62,7 +62,7 @@ def default_stream(device=None) -> Stream:
 
 def _privateuse1_type() -> int:
     # DeviceType enum value of PrivateUse1, as torch.Stream's constructor expects.
-    return torch.Stream(device="neuron").device_type
+    return torch.Stream(device=torch.device("neuron", 0)).device_type
 
 
 def set_stream(stream: torch.Stream) -> None:

@@ -1,0 +1,168 @@
+"""`torch-neuronx` command line: verify (TorchNeuron's quickstart check), info, ops."""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+
+
+def _console():
+    try:
+        from rich.console import Console
+
+        return Console()
+    except ImportError:  # rich is optional: plain text then
+        return None
+
+
+def _print_table(title: str, headers: list[str], rows: list[list[str]]) -> None:
+    con = _console()
+    if con is not None:
+        from rich.table import Table
+
+        t = Table(title=title)
+        for h in headers:
+            t.add_column(h)
+        for r in rows:
+            t.add_row(*[str(c) for c in r])
+        con.print(t)
+        return
+    print(title)
+    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
+    for r in [headers, *rows]:
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+
+
+def cmd_info(args) -> int:
+    import torch
+
+    import torch_neuronx
+    from torch_neuronx.runtime import topology
+
+    topo = topology.current()
+    if args.json:
+        print(json.dumps({
+            "torch_neuronx": torch_neuronx.__version__, "torch": torch.__version__,
+            "python": platform.python_version(), "profile": topo.profile.name, "lnc": topo.lnc,
+            "devices": [{"index": i, "logical_core": c, "total_memory": topo.hbm_per_core}
+                        for i, c in enumerate(topo.visible_cores)],
+        }, indent=2))
+        return 0
+    print(f"torch_neuronx {torch_neuronx.__version__}  torch {torch.__version__}  "
+          f"python {platform.python_version()}")
+    print(f"emulated instance: {topo.profile.name} ({topo.profile.chips} chip(s) x "
+          f"{topo.profile.physical_cores_per_chip} {topo.profile.core_generation}), "
+          f"LNC={topo.lnc}, {topo.logical_cores_total} logical cores, {topo.device_count} visible")
+    rows = [[f"neuron:{i}", c, f"{topo.hbm_per_core / 2**30:.1f} GiB"]
+            for i, c in enumerate(topo.visible_cores)]
+    _print_table("devices", ["device", "logical core", "HBM capacity"], rows)
+    return 0
+
+
+def cmd_verify(args) -> int:
+    import torch
+
+    checks: list[tuple[str, bool, str]] = []
+
+    def check(name, fn):
+        try:
+            ok, detail = fn()
+        except Exception as e:  # a failed check is reported, not raised
+            ok, detail = False, f"{type(e).__name__}: {e}"
+        checks.append((name, ok, detail))
+        return ok
+
+    check("neuron device available", lambda: (torch.neuron.is_available(),
+                                              f"{torch.neuron.device_count()} device(s)"))
+    cmd_info(argparse.Namespace(json=False))
+
+    def matmul():
+        g = torch.Generator().manual_seed(0)
+        a = torch.randn(128, 64, generator=g)
+        b = torch.randn(64, 32, generator=g)
+        ref = a @ b
+        got = (a.to("neuron") @ b.to("neuron")).cpu()
+        err = (got - ref).abs().max().item()
+        return torch.allclose(got, ref, rtol=1e-5, atol=1e-5), f"max abs diff {err:.2e}"
+
+    check("matmul on neuron matches CPU", matmul)
+
+    def train():
+        losses = {}
+        for dev in ("cpu", "neuron"):
+            torch.manual_seed(0)
+            model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(),
+                                        torch.nn.Linear(32, 4)).to(dev)
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+            g = torch.Generator().manual_seed(1)
+            x = torch.randn(32, 16, generator=g).to(dev)
+            y = torch.randint(0, 4, (32,), generator=g).to(dev)
+            out = []
+            for _ in range(5):
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                out.append(loss.item())
+            losses[dev] = out
+        diff = max(abs(a - b) / max(abs(a), 1e-12) for a, b in zip(losses["cpu"], losses["neuron"]))
+        decreasing = losses["neuron"][-1] < losses["neuron"][0]
+        return diff < 1e-4 and decreasing, (f"5 AdamW steps, loss {losses['neuron'][0]:.4f} -> "
+                                            f"{losses['neuron'][-1]:.4f}, max rel diff vs CPU {diff:.1e}")
+
+    check("training steps on neuron match CPU", train)
+    _print_table("torch-neuronx verify", ["check", "result", "detail"],
+                 [[n, "PASS" if ok else "FAIL", d] for n, ok, d in checks])
+    ok = all(ok for _, ok, _ in checks)
+    print("verify: all checks passed" if ok else "verify: FAILED")
+    return 0 if ok else 1
+
+
+def cmd_ops(args) -> int:
+    import torch  # noqa: F401  (registers the backend)
+
+    from torch_neuronx.eager.op_policy import compatibility_rows
+
+    rows = compatibility_rows()
+    if args.status:
+        rows = [r for r in rows if r["status"] == args.status]
+    if args.format == "json":
+        print(json.dumps(rows, indent=1))
+    elif args.format == "markdown":
+        counts = {}
+        for r in rows:
+            counts[r["status"]] = counts.get(r["status"], 0) + 1
+        print("# Operator compatibility (generated by `torch-neuronx ops --format markdown`)\n")
+        print("Status of every ATen operator on the `neuron` device, from the op policy table "
+              "(torch_neuronx/eager/op_policy.py). `native`: runs on the NeuronCore; `fallback`: "
+              "runs via CPU fallback with a one-time warning (an error under "
+              "`TORCH_NEURONX_STRICT=1`); `unsupported`: raises.\n")
+        print("Totals: " + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) + "\n")
+        print("| op | status | reason |\n|---|---|---|")
+        for r in rows:
+            print(f"| `{r['op']}` | {r['status']} | {r['reason']} |")
+    else:
+        _print_table("operator compatibility", ["op", "status", "reason"],
+                     [[r["op"], r["status"], r["reason"]] for r in rows])
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="torch-neuronx", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    v = sub.add_parser("verify", help="check the neuron device end to end (exit 0 when all agree)")
+    v.set_defaults(fn=cmd_verify)
+    i = sub.add_parser("info", help="emulated profile, devices, capacities, versions")
+    i.add_argument("--json", action="store_true")
+    i.set_defaults(fn=cmd_info)
+    o = sub.add_parser("ops", help="operator compatibility table")
+    o.add_argument("--format", choices=["table", "markdown", "json"], default="table")
+    o.add_argument("--status", choices=["native", "fallback", "unsupported"])
+    o.set_defaults(fn=cmd_ops)
+    args = p.parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
