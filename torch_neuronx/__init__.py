@@ -41,6 +41,10 @@ from torch_neuronx.runtime import printing as _printing  # noqa: E402
 
 _printing.install()
 
+from torch_neuronx.runtime import module_ties as _module_ties  # noqa: E402
+
+_module_ties.install()
+
 _op_policy.push_to_driver()
 _C._set_strict(_os.environ.get("TORCH_NEURONX_STRICT", "0").lower() in ("1", "true", "yes"))
 
@@ -62,12 +66,8 @@ def is_neuron_runtime_initialized() -> bool:
 
 
 def _register_distributed() -> None:
-    try:
-        from torch_neuronx import distributed as _dist
-    except ImportError as e:  # torch built without distributed support
-        if "torch.distributed" in str(e) or "c10d" in str(e):
-            return
-        raise
+    from torch_neuronx import distributed as _dist
+
     _dist.register()
 
 

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -255,8 +256,29 @@ DeviceAllocator& get(int device) {
   return *v[device];
 }
 
-void delete_block(void* ctx) {
-  auto* b = static_cast<Block*>(ctx);
+// Live blocks by address. DataPtrs carry the data pointer as their context, as c10's
+// raw_allocate()/raw_deallocate() contract requires (CPU kernels such as oneDNN's bf16 GEMM
+// allocate scratch through the CPU allocator's raw interface while routing is on).
+std::mutex g_live_mu;
+std::unordered_map<void*, Block*> g_live;
+
+void register_block(Block* b) {
+  std::lock_guard<std::mutex> g(g_live_mu);
+  g_live[b->ptr] = b;
+}
+
+Block* take_block(void* ptr) {
+  std::lock_guard<std::mutex> g(g_live_mu);
+  auto it = g_live.find(ptr);
+  if (it == g_live.end()) return nullptr;
+  Block* b = it->second;
+  g_live.erase(it);
+  return b;
+}
+
+void delete_block(void* ptr) {
+  Block* b = take_block(ptr);
+  TORCH_INTERNAL_ASSERT(b, "neuron allocator: freeing an unknown pointer");
   get(b->device).free(b);
 }
 
@@ -265,7 +287,7 @@ struct NeuronAllocator final : c10::Allocator {
     int dev = current_device();
     return allocate_on(dev, n, c10::Device(kNeuron, dev));
   }
-  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  c10::DeleterFnPtr raw_deleter() const override { return &delete_block; }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     std::memcpy(dest, src, count);
   }
@@ -281,7 +303,14 @@ struct RoutingCPUAllocator final : c10::Allocator {
     if (t_route >= 0) return allocate_on(t_route, n, c10::Device(c10::kCPU));
     return g_orig_cpu->allocate(n);
   }
-  c10::DeleterFnPtr raw_deleter() const override { return g_orig_cpu->raw_deleter(); }
+  c10::DeleterFnPtr raw_deleter() const override { return &routing_raw_delete; }
+  static void routing_raw_delete(void* ptr) {
+    if (Block* b = take_block(ptr)) {
+      get(b->device).free(b);
+    } else {
+      g_orig_cpu->raw_deleter()(ptr);
+    }
+  }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     std::memcpy(dest, src, count);
   }
@@ -326,12 +355,18 @@ c10::DataPtr allocate_on(int device, size_t nbytes, c10::Device label) {
   auto& a = get(device);
   if (nbytes == 0) return c10::DataPtr(nullptr, label);
   Block* b = a.allocate(nbytes);
-  return c10::DataPtr(b->ptr, b, &delete_block, label);
+  register_block(b);
+  return c10::DataPtr(b->ptr, b->ptr, &delete_block, label);
 }
 
 bool owns(const c10::DataPtr& dp, int* device) {
   if (dp.get_deleter() != &delete_block) return false;
-  if (device) *device = static_cast<Block*>(dp.get_context())->device;
+  if (device) {
+    std::lock_guard<std::mutex> g(g_live_mu);
+    auto it = g_live.find(dp.get());
+    if (it == g_live.end()) return false;
+    *device = it->second->device;
+  }
   return true;
 }
 

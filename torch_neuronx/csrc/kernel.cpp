@@ -285,6 +285,16 @@ void run_on_core(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&run_on_core>());
 }
+// Composite ops that would otherwise pick a device-specific path for PrivateUse1
+// (convolution -> convolution_overrideable): run them whole on the core instead.
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  for (const char* name : {"convolution", "convolution_backward", "_convolution",
+                           "_convolution.deprecated", "convolution_overrideable",
+                           "convolution_backward_overrideable"}) {
+    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&run_on_core>());
+  }
+}
+
 TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&sparse_error>());
 }
