@@ -45,6 +45,10 @@ from torch_neuronx.runtime import module_ties as _module_ties  # noqa: E402
 
 _module_ties.install()
 
+from torch_neuronx.eager import unsupported_features as _unsupported  # noqa: E402
+
+_unsupported.install()
+
 _op_policy.push_to_driver()
 _C._set_strict(_os.environ.get("TORCH_NEURONX_STRICT", "0").lower() in ("1", "true", "yes"))
 

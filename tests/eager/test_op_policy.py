@@ -1,0 +1,160 @@
+"""Op policy, tracking, strict mode, kernel plan cache, dtype policy (issue 3, points 2-4, 6)."""
+import warnings
+
+import pytest
+import torch
+
+import torch_neuronx
+from torch_neuronx.eager import op_policy
+
+
+def test_policy_table_classifies():
+    assert op_policy.policy_for("aten::mm")[0] == "native"
+    assert op_policy.policy_for("aten::add_.Tensor")[0] == "native"
+    assert op_policy.policy_for("aten::linalg_qr")[0] == "fallback"
+    status, reason = op_policy.policy_for("aten::some_future_op")
+    assert status == "fallback" and "CPU fallback" in reason
+    assert op_policy.policy_for("aten::to_sparse")[0] == "unsupported"
+    rows = op_policy.compatibility_rows()
+    assert len(rows) > 1500 and {r["status"] for r in rows} == {"native", "fallback", "unsupported"}
+
+
+def test_fallback_runs_correctly_warns_once_and_is_tracked(py):
+    r = py("""
+        import warnings, torch, torch_neuronx
+        a = torch.randn(4, 4)
+        torch_neuronx.clear_op_tracking()
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter('always')
+            q1, r1 = torch.linalg.qr(a.to('neuron'))
+            q2, r2 = torch.linalg.qr(a.to('neuron'))
+        msgs = [str(m.message) for m in w if 'CPU fallback' in str(m.message)]
+        qc, rc = torch.linalg.qr(a)
+        print(len(msgs), msgs[0].startswith("Operator 'aten::linalg_qr' executed via CPU fallback"),
+              torch.allclose(q1.cpu(), qc, atol=1e-5), q1.device.type)
+        print('aten::linalg_qr' in torch_neuronx.get_fallback_ops(),
+              'aten::linalg_qr' not in torch_neuronx.get_executed_ops())
+        """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["1", "True", "True", "neuron", "True", "True"]
+
+
+def test_executed_ops_and_clear():
+    torch_neuronx.clear_op_tracking()
+    x = torch.randn(3, 3, device="neuron")
+    (x @ x).relu_()
+    ops = torch_neuronx.get_executed_ops()
+    assert "aten::mm" in ops and "aten::relu_" in ops
+    assert "aten::mm" not in torch_neuronx.get_fallback_ops()
+    torch_neuronx.clear_op_tracking()
+    assert torch_neuronx.get_executed_ops() == [] and torch_neuronx.get_fallback_ops() == []
+
+
+def test_strict_mode_turns_fallback_into_error(py):
+    r = py("""
+        import torch
+        x = torch.randn(3, 3, device='neuron')
+        y = (x @ x).sum()              # native ops are fine
+        try:
+            torch.linalg.qr(x)
+        except RuntimeError as e:
+            print('refused', 'aten::linalg_qr' in str(e), 'TORCH_NEURONX_STRICT' in str(e))
+        """, env={"TORCH_NEURONX_STRICT": "1"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["refused", "True", "True"]
+
+
+def test_plan_cache_hits_and_misses():
+    m = torch_neuronx.metrics
+    x = torch.randn(7, 3, device="neuron")
+    x + x  # make sure the plan exists
+    misses = m.get_counter_value("CompilationCache.InMemoryMisses")
+    hits = m.get_counter_value("CompilationCache.InMemoryHits")
+    for _ in range(5):
+        x + x
+    assert m.get_counter_value("CompilationCache.InMemoryMisses") == misses
+    assert m.get_counter_value("CompilationCache.InMemoryHits") >= hits + 5
+    torch.randn(11, 13, device="neuron") + 1.5  # a new signature compiles a new plan
+    assert m.get_counter_value("CompilationCache.InMemoryMisses") > misses
+    names = m.get_counter_names()
+    for n in ("CompilationCache.InMemoryHits", "CompilationCache.InMemoryMisses",
+              "CompilationCache.CompileTimeNs", "CompilationCache.Entries"):
+        assert n in names
+
+
+def test_plan_cache_bound(py):
+    r = py("""
+        import torch, torch_neuronx
+        for n in range(1, 40):
+            torch.ones(n, device='neuron') + 1
+        print(torch_neuronx.metrics.get_counter_value('CompilationCache.Entries') <= 10,
+              torch_neuronx.metrics.get_counter_value('CompilationCache.Evictions') > 0)
+        """, env={"NEURON_COMPILATION_CACHE_MAX_ENTRIES": "10"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "True"]
+
+
+def test_float64_lives_on_device_bit_exact():
+    x = torch.tensor([1.0 + 2**-50, -3.25e-300], dtype=torch.float64)
+    d = x.to("neuron")
+    assert d.dtype == torch.float64 and torch.equal(d.cpu(), x)
+    assert torch.equal(d.clone().cpu(), x)
+    assert torch.equal(torch.cat([d, d]).cpu(), torch.cat([x, x]))
+
+
+def test_float64_inplace_writes_back():
+    d = torch.ones(3, dtype=torch.float64, device="neuron")
+    d.mul_(2.5)
+    assert d.dtype == torch.float64 and torch.equal(d.cpu(), torch.full((3,), 2.5, dtype=torch.float64))
+    src = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, device="neuron")
+    before = src.cpu().clone()
+    _ = src * 3  # inputs that are only read are not rewritten
+    assert torch.equal(src.cpu(), before)
+
+
+def test_sparse_and_nested_errors():
+    with pytest.raises((RuntimeError, NotImplementedError), match="torch.sparse"):
+        torch.ones(2, 2, device="neuron").to_sparse()
+    with pytest.raises((RuntimeError, NotImplementedError), match="torch.nested"):
+        torch.nested.nested_tensor([torch.ones(2), torch.ones(3)], device="neuron")
+
+
+def test_torch_func_and_distributions_warn_and_compute(py):
+    r = py("""
+        import warnings, torch
+        x = torch.randn(5, device='neuron')
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter('always')
+            g = torch.func.grad(lambda t: (t * t).sum())(x)
+            v = torch.vmap(torch.sin)(x)
+            d = torch.distributions.Normal(torch.zeros(2, device='neuron'), torch.ones(2, device='neuron'))
+            lp = d.log_prob(torch.zeros(2, device='neuron'))
+        func = [m for m in w if 'torch.func' in str(m.message)]
+        dist = [m for m in w if 'torch.distributions' in str(m.message)]
+        print(len(func), len(dist), torch.allclose(g.cpu(), 2 * x.cpu()), torch.allclose(v.cpu(), x.cpu().sin()),
+              torch.allclose(lp.cpu(), torch.distributions.Normal(0., 1.).log_prob(torch.zeros(2))))
+        """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["1", "1", "True", "True", "True"]
+
+
+def test_torch_func_is_an_error_when_strict(py):
+    r = py("""
+        import torch
+        x = torch.randn(5, device='neuron')
+        for f in (lambda: torch.func.grad(lambda t: (t * t).sum())(x),
+                  lambda: torch.distributions.Normal(x, x.abs() + 1)):
+            try:
+                f(); print('ran')
+            except RuntimeError as e:
+                print('refused')
+        """, env={"TORCH_NEURONX_STRICT": "1"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["refused", "refused"]
+
+
+def test_fft_policy_documented():
+    assert op_policy.policy_for("aten::_fft_r2c")[0] == "native"
+    x = torch.randn(16)
+    got = torch.fft.rfft(x.to("neuron")).cpu()
+    torch.testing.assert_close(got, torch.fft.rfft(x))
