@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <atomic>
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -238,22 +239,23 @@ struct DeviceAllocator {
   }
 };
 
-std::vector<std::unique_ptr<DeviceAllocator>>& allocators() {
-  static std::vector<std::unique_ptr<DeviceAllocator>> v;
-  return v;
-}
+// One allocator per device, created on first use and never destroyed; lookups are lock-free.
+constexpr int kMaxDevices = 1024;
+std::atomic<DeviceAllocator*> g_allocators[kMaxDevices];
 std::mutex g_allocators_mu;
 
 DeviceAllocator& get(int device) {
+  if (C10_LIKELY(device >= 0 && device < kMaxDevices)) {
+    if (DeviceAllocator* a = g_allocators[device].load(std::memory_order_acquire)) return *a;
+  }
   check_device_index(device);
   std::lock_guard<std::mutex> g(g_allocators_mu);
-  auto& v = allocators();
-  if (v.size() < size_t(device_count())) v.resize(device_count());
-  if (!v[device]) {
-    v[device] = std::make_unique<DeviceAllocator>();
-    v[device]->device = device;
+  if (!g_allocators[device].load()) {
+    auto* a = new DeviceAllocator();
+    a->device = device;
+    g_allocators[device].store(a, std::memory_order_release);
   }
-  return *v[device];
+  return *g_allocators[device].load();
 }
 
 // Live blocks by address. DataPtrs carry the data pointer as their context, as c10's

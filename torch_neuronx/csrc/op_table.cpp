@@ -68,7 +68,24 @@ std::string base_name(const c10::OperatorName& n) { return n.name; }
 
 }  // namespace
 
+OpEntry& op_entry_slow(const c10::OperatorHandle& op);
+
+namespace {
+
+}  // namespace
+
 OpEntry& op_entry(const c10::OperatorHandle& op) {
+  const c10::FunctionSchema* key = &op.schema();
+  // Entries live for the whole process, so each thread can cache the lookup without a lock.
+  thread_local std::unordered_map<const c10::FunctionSchema*, OpEntry*> t_cache;
+  auto hit = t_cache.find(key);
+  if (C10_LIKELY(hit != t_cache.end())) return *hit->second;
+  OpEntry& e = op_entry_slow(op);
+  t_cache.emplace(key, &e);
+  return e;
+}
+
+OpEntry& op_entry_slow(const c10::OperatorHandle& op) {
   const c10::FunctionSchema* key = &op.schema();
   std::lock_guard<std::mutex> g(g_mu);
   auto it = g_entries.find(key);
@@ -178,7 +195,7 @@ uint64_t hash_ivalue(uint64_t h, const c10::IValue& v) {
     return mix(h, 23);
   }
   if (v.isString()) return mix(h, std::hash<std::string>()(v.toStringRef()));
-  if (v.isScalar()) return mix(h, std::hash<std::string>()(c10::toString(v.toScalar().type())));
+  if (v.isScalar()) return mix(h, uint64_t(v.toScalar().type()) + 29);
   return mix(h, uint64_t(v.tagKind().size()));
 }
 
