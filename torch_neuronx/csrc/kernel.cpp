@@ -166,7 +166,16 @@ void run_on_core(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
   // float64 arithmetic runs in float32 on the NeuronCore (no fp64 engines).
   if (plan.downcast_f64) {
-    if (!g_warned_f64.exchange(true)) {
+    // One warning per process, for tensors with data; 0-dim float64 bookkeeping (e.g.
+    // GradScaler's scale.double().reciprocal()) is computed the same way without a warning.
+    bool has_f64_data = false;
+    for (size_t i = 0; i < nargs; ++i) {
+      const auto& v = (*stack)[base + i];
+      if (v.isTensor() && v.toTensor().defined() && v.toTensor().scalar_type() == at::kDouble &&
+          v.toTensor().dim() > 0)
+        has_f64_data = true;
+    }
+    if (has_f64_data && !g_warned_f64.exchange(true)) {
       TORCH_WARN("neuron: float64 arithmetic (first seen in ", e.name, ") runs in float32 on the "
                  "NeuronCore and results are cast back to float64; expect float32 precision. "
                  "Copies of float64 tensors keep every bit. Use float32 to silence this warning.");
