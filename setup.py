@@ -5,6 +5,10 @@ Use: pip install --no-build-isolation -e .   (after pip install torch==2.13.0)
 import glob
 import os
 
+# Importing torch must not autoload a previously installed torch_neuronx (whose driver is the
+# very thing being rebuilt).
+os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+
 from setuptools import setup
 from torch.utils.cpp_extension import BuildExtension, CppExtension
 

@@ -50,6 +50,7 @@ from torch_neuronx.eager import unsupported_features as _unsupported  # noqa: E4
 _unsupported.install()
 
 _op_policy.push_to_driver()
+_op_policy.route_structured_ops_whole()
 _C._set_strict(_os.environ.get("TORCH_NEURONX_STRICT", "0").lower() in ("1", "true", "yes"))
 
 from torch_neuronx import metrics  # noqa: E402,F401

@@ -10,6 +10,9 @@
 #include <torch/csrc/Generator.h>
 #include <torch/extension.h>
 
+namespace torch_neuronx {
+void run_whole_on_core(const std::vector<std::string>& names);
+}
 namespace tn = torch_neuronx;
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -39,6 +42,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         THPGenerator_initDefaultGenerator(tn::default_generator(c10::DeviceIndex(index))));
   });
 
+  m.def("_run_whole_on_core", &tn::run_whole_on_core);
   m.def("_set_op_policy", &tn::set_op_policy);
   m.def("_set_strict", &tn::set_strict);
   m.def("_strict", &tn::strict);

@@ -291,6 +291,18 @@ void run_on_core(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
 }  // namespace
 
+// Structured ops have a generic kernel for backends other than CPU/CUDA: run the meta
+// function on device tensors, allocate the output on the device, then call the out= variant.
+// When a CPU kernel exists, sending the whole functional/in-place op to the core at once
+// does the same work once instead of twice (one shape inference, one allocation).
+void run_whole_on_core(const std::vector<std::string>& names) {
+  static auto* lib = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1,
+                                        __FILE__, __LINE__);
+  for (const auto& name : names) {
+    lib->impl(name.c_str(), torch::CppFunction::makeFromBoxedFunction<&run_on_core>());
+  }
+}
+
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&run_on_core>());
 }

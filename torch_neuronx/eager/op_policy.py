@@ -237,3 +237,23 @@ def push_to_driver() -> None:
         status, reason = policy_for(name)
         entries.append((name, _STATUS_CODE[status], reason))
     _C._set_op_policy(entries)
+
+
+def route_structured_ops_whole() -> int:
+    """Send structured ops that have a CPU kernel to the core in one piece (see csrc/kernel.cpp:
+    run_whole_on_core). Returns how many overloads were routed."""
+    import torch
+
+    from torch_neuronx import _C
+
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    names = []
+    for full in torch._C._dispatch_get_all_op_names():
+        if not full.startswith("aten::"):
+            continue
+        if has(full, "CPU") and not has(full, "PrivateUse1") and (
+                has(full, "CompositeExplicitAutogradNonFunctional")
+                or has(full, "CompositeExplicitAutograd")):
+            names.append(full[len("aten::"):])
+    _C._run_whole_on_core(names)
+    return len(names)
