@@ -151,3 +151,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 }
 
 }  // namespace torch_neuronx
+
+namespace torch_neuronx {
+// Copies handle the conjugate/negative bits themselves (host aliases carry them and the host
+// copy materialises them), as CPU's copy_ does. Without this, PyTorch's conj fallback would
+// resolve the source by cloning it, which copies, which resolves... forever.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+}  // namespace torch_neuronx

@@ -238,7 +238,16 @@ const Plan& plan_for(OpEntry& e, const c10::OperatorHandle& op, const torch::jit
   // Miss: "compile" the op for this signature, i.e. decide how it runs on the emulated core.
   auto t0 = std::chrono::steady_clock::now();
   Plan plan;
-  if (!e.data_movement) {
+  // An explicit dtype=float64 argument asks for float64 results computed as such by the
+  // kernel (reductions with dtype=); downcasting inputs under it would contradict it.
+  bool explicit_f64 = false;
+  const auto& sargs = op.schema().arguments();
+  for (size_t i = 0; i < nargs; ++i) {
+    const auto& v = stack[stack.size() - nargs + i];
+    if (v.isInt() && sargs[i].name() == "dtype" && v.toInt() == int64_t(at::kDouble))
+      explicit_f64 = true;
+  }
+  if (!e.data_movement && !explicit_f64) {
     for (size_t i = stack.size() - nargs; i < stack.size(); ++i) {
       const auto& v = stack[i];
       if (v.isTensor() && v.toTensor().defined() && v.toTensor().scalar_type() == at::kDouble &&
