@@ -77,7 +77,6 @@ struct DeviceAllocator {
   int device;
   std::mutex mu;
   std::set<Block*, BlockLess> free_small, free_large;
-  std::unordered_set<Block*> live;
   StatArray allocated_bytes, reserved_bytes, active_bytes, requested_bytes;
   StatArray allocation, segment, active, inactive_split, inactive_split_bytes;
   int64_t num_alloc_retries = 0, num_ooms = 0, num_device_alloc = 0, num_device_free = 0;
@@ -194,7 +193,6 @@ struct DeviceAllocator {
     }
     b->allocated = true;
     b->requested = nbytes;
-    live.insert(b);
     allocated_bytes.add(small, int64_t(b->size));
     active_bytes.add(small, int64_t(b->size));
     requested_bytes.add(small, int64_t(nbytes));
@@ -205,7 +203,6 @@ struct DeviceAllocator {
 
   void free(Block* b) {
     std::lock_guard<std::mutex> g(mu);
-    live.erase(b);
     bool small = b->small;
     allocated_bytes.add(small, -int64_t(b->size));
     active_bytes.add(small, -int64_t(b->size));

@@ -28,8 +28,25 @@ void copy_geometry(const at::Tensor& from, c10::TensorImpl* to) {
 
 }  // namespace
 
-at::Tensor host_alias(const at::Tensor& t) {
-  if (!t.defined() || t.device().type() != kNeuron) return t;
+// The alias of a neuron tensor is cached on it (TensorImpl backend metadata, the slot PyTorch
+// keeps for PrivateUse1 backends) and reused while the tensor still has the same storage,
+// bytes and geometry: tensors are used many times (weights every step), and building an
+// alias costs a TensorImpl and a StorageImpl.
+struct CachedAlias final : c10::BackendMeta {
+  explicit CachedAlias(at::Tensor a) : alias(std::move(a)) {}
+  at::Tensor alias;
+};
+
+static bool still_valid(const at::Tensor& t, const at::Tensor& a) {
+  const c10::StorageImpl* ns = t.storage().unsafeGetStorageImpl();
+  const c10::StorageImpl* as = a.storage().unsafeGetStorageImpl();
+  return as->data() == ns->data() && as->nbytes() == ns->nbytes() &&
+         a.storage_offset() == t.storage_offset() && a.sizes() == t.sizes() &&
+         a.strides() == t.strides() && a.dtype() == t.dtype() && a.is_conj() == t.is_conj() &&
+         a.is_neg() == t.is_neg();
+}
+
+static at::Tensor build_alias(const at::Tensor& t) {
   const c10::Storage& st = t.storage();
   auto cpu_storage = c10::make_intrusive<c10::StorageImpl>(
       c10::StorageImpl::use_byte_size_t(), st.nbytes(),
@@ -37,6 +54,17 @@ at::Tensor host_alias(const at::Tensor& t) {
   auto alias = at::detail::make_tensor<c10::TensorImpl>(
       c10::Storage(std::move(cpu_storage)), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
   copy_geometry(t, alias.unsafeGetTensorImpl());
+  return alias;
+}
+
+at::Tensor host_alias(const at::Tensor& t) {
+  if (!t.defined() || t.device().type() != kNeuron) return t;
+  c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  if (auto* meta = dynamic_cast<CachedAlias*>(impl->get_backend_meta())) {
+    if (C10_LIKELY(still_valid(t, meta->alias))) return meta->alias;
+  }
+  at::Tensor alias = build_alias(t);
+  impl->set_backend_meta(c10::make_intrusive<CachedAlias>(alias));
   return alias;
 }
 
