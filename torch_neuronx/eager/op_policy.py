@@ -239,6 +239,19 @@ def push_to_driver() -> None:
     _C._set_op_policy(entries)
 
 
+def _returns_view(full_name: str) -> bool:
+    import torch
+
+    ns, _, rest = full_name.partition("::")
+    name, _, overload = rest.partition(".")
+    try:
+        packet = getattr(getattr(torch.ops, ns), name)
+        schema = getattr(packet, overload or "default")._schema
+    except (AttributeError, RuntimeError):
+        return False
+    return any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
+
+
 def route_structured_ops_whole() -> int:
     """Send structured ops that have a CPU kernel to the core in one piece (see csrc/kernel.cpp:
     run_whole_on_core). Returns how many overloads were routed."""
@@ -251,6 +264,8 @@ def route_structured_ops_whole() -> int:
     for full in torch._C._dispatch_get_all_op_names():
         if not full.startswith("aten::"):
             continue
+        if _returns_view(full):
+            continue  # views are metadata-only on the device; the generic path is cheaper
         if has(full, "CPU") and not has(full, "PrivateUse1") and (
                 has(full, "CompositeExplicitAutogradNonFunctional")
                 or has(full, "CompositeExplicitAutograd")):
