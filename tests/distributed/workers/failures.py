@@ -1,0 +1,88 @@
+"""Point 4: failures surface as errors, never hangs.
+
+argv[1] = scenario:
+  dead       rank 1 exits before the collective; rank 0's all_reduce must raise.
+  absent     rank 1 is alive but never joins; rank 0's all_reduce (sync and async) must
+             raise a timeout error (process-group timeout = 3 s).
+  mismatch   (run with TORCH_DISTRIBUTED_DEBUG=DETAIL) shape and dtype mismatches across
+             ranks raise a clear "mismatch between collectives" error on every rank.
+"""
+import datetime
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+from nxcommon import RESULTS, record, write_results
+
+SCENARIO = sys.argv[1]
+TIMEOUT_S = 3.0
+
+if SCENARIO == "too_many_ranks":
+    # run with NEURON_RT_VISIBLE_CORES=0: one visible core, two local ranks
+    record("init", lambda: dist.init_process_group(
+        "neuron", timeout=datetime.timedelta(seconds=TIMEOUT_S)))
+    write_results({"device_count": torch.neuron.device_count()})
+    os._exit(0)
+
+dist.init_process_group("neuron", timeout=datetime.timedelta(seconds=TIMEOUT_S))
+R = dist.get_rank()
+DEV = torch.device("neuron", int(os.environ["LOCAL_RANK"]))
+OUT = os.environ["NX_TEST_OUT"]
+dist.all_reduce(torch.ones(2, device=DEV))  # connections are up
+
+
+def expect_error(fn):
+    t0 = time.monotonic()
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001
+        return {"raised": type(e).__name__, "message": str(e)[:800],
+                "elapsed_s": round(time.monotonic() - t0, 2)}
+    raise AssertionError("no error raised")
+
+
+def wait_for_rank0():
+    # park until rank 0 has written its results (bounded by the harness timeout)
+    while not os.path.exists(os.path.join(OUT, "rank0.json")):
+        time.sleep(0.2)
+
+
+if SCENARIO == "dead":
+    if R == 1:
+        os._exit(0)  # dies without destroying the group
+    record("peer_died", expect_error, lambda: dist.all_reduce(torch.ones(4, device=DEV)))
+    write_results({"timeout_s": TIMEOUT_S})
+    os._exit(0)
+
+elif SCENARIO == "absent":
+    if R == 1:
+        wait_for_rank0()
+        os._exit(0)
+    record("never_reached_sync", expect_error, lambda: dist.all_reduce(torch.ones(4, device=DEV)))
+    write_results({"timeout_s": TIMEOUT_S})
+    os._exit(0)
+
+elif SCENARIO == "absent_async":
+    if R == 1:
+        wait_for_rank0()
+        os._exit(0)
+    record("never_reached_async", expect_error,
+           lambda: dist.all_gather_into_tensor(torch.empty(8, device=DEV),
+                                               torch.ones(4, device=DEV), async_op=True).wait())
+    write_results({"timeout_s": TIMEOUT_S})
+    os._exit(0)
+
+elif SCENARIO == "mismatch":
+    assert dist.get_debug_level() == dist.DebugLevel.DETAIL
+    record("shape_mismatch", expect_error,
+           lambda: dist.all_reduce(torch.ones(4 if R == 0 else 8, device=DEV)))
+    record("dtype_mismatch", expect_error,
+           lambda: dist.all_reduce(torch.ones(4, device=DEV,
+                                              dtype=torch.float32 if R == 0 else torch.int32)))
+    t = torch.ones(4, device=DEV)
+    record("still_usable_after", lambda: (dist.all_reduce(t), t.cpu().tolist())[1])
+    write_results()
+    dist.destroy_process_group()
