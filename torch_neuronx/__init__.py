@@ -49,6 +49,10 @@ from torch_neuronx.eager import unsupported_features as _unsupported  # noqa: E4
 
 _unsupported.install()
 
+from torch_neuronx.eager import rnn_cells as _rnn_cells  # noqa: E402
+
+_rnn_cells.install()
+
 _op_policy.push_to_driver()
 _op_policy.route_structured_ops_whole()
 _C._set_strict(_os.environ.get("TORCH_NEURONX_STRICT", "0").lower() in ("1", "true", "yes"))

@@ -1034,16 +1034,13 @@ class SampleLike:
 # Regenerate the raw lists with `python tools/coverage_sweep.py --known-failures`.
 # Measured on the neuron device, core as of 2026-11-29 21:50 UTC (the full sweep in
 # docs/coverage.md). Fixed since the first sweep: conj/neg-bit crashes (fft, polar and
-# eig gradients), bf16 layer_norm/group_norm/addr precision, mode(out=), renorm backward.
+# eig gradients), bf16 layer_norm/group_norm/addr precision, mode(out=), renorm backward,
+# LSTM/GRU fused cells (R6, torch_neuronx/eager/rnn_cells.py).
 KNOWN_FAILURES: dict[str, dict[str, str]] = {
     "float_power": {"grad": "float64 policy: float_power's backward does float64 math, which "
                             "runs in float32 on neuron (1.6e-6 relative, above float32 rtol)"},
     "nn.functional.linear_cross_entropy.chunked_none": {
         "bfloat16": "bf16 rounding: 1 of 91 samples off by one bf16 ulp beyond tolerance"},
-    **{f"module:{m}": {c: f"R6: {m} on neuron: aten::_thnn_fused_{'lstm' if 'LSTM' in m else 'gru'}_cell has no "
-                          "CPU kernel for the host fallback (CUDA-only op)"
-                       for c in ("float32", "grad")}
-       for m in ("nn.LSTM", "nn.LSTMCell", "nn.GRU", "nn.GRUCell")},
 }
 
 # op_key -> {category: reason}: (op, category) pairs that crash the process on neuron.
