@@ -1,0 +1,672 @@
+"""``torch.compile(backend="neuron")``.
+
+Pipeline, per Dynamo graph (see docs/compile.md)::
+
+    Dynamo FX graph (fake neuron tensors)
+      -> AOTAutograd (joint graph, neuron decomposition table, min-cut partition into
+         separate forward and backward graphs; the backward is compiled eagerly)
+      -> legality pass (every ATen op must be native under the eager op policy)
+      -> lowering: device rewrite neuron -> host (the emulated core's memory *is* host RAM)
+      -> Inductor CPU code generation (persistent cache under TORCH_NEURONX_NEFF_CACHE_DIR)
+      -> executable: neuron inputs are viewed as host tensors (``host_alias``, no copy), the
+         kernels run inside ``device_allocations`` so every buffer they allocate is device
+         memory, and outputs are ``adopt``-ed back as neuron tensors (no copy).
+
+AOTAutograd's runtime wrappers (autograd.Function, input mutations, output aliasing) run on
+the neuron tensors themselves, so mutation and aliasing behave as in eager.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+import threading
+import time
+import warnings
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import FakeTensor
+
+from . import _device, artifacts, cache, config, legality, metrics
+from .decompositions import neuron_decompositions
+from .legality import NeuronCompileError
+
+log = logging.getLogger("torch_neuronx.compile")
+
+__all__ = ["neuron_backend", "NeuronCompileError"]
+
+
+class _RunEagerly(Exception):
+    """Raised inside AOTAutograd when fallback execution was chosen for an illegal graph."""
+
+    def __init__(self, illegal):
+        super().__init__("fallback execution")
+        self.illegal = illegal
+
+
+_graph_counter_lock = threading.Lock()
+_graph_counter = [0]
+
+
+def _next_graph_number() -> int:
+    with _graph_counter_lock:
+        _graph_counter[0] += 1
+        return _graph_counter[0]
+
+
+def _function_id(gm: torch.fx.GraphModule) -> str:
+    """``name (file) [frame N]`` of the Python function Dynamo is compiling; graphs of
+    the same function (recompiles, new shapes) share it."""
+    try:
+        cid = gm.meta.get("dynamo_compile_id") or torch._guards.CompileContext.current_compile_id()
+        frame = getattr(cid, "frame_id", "?")
+        code = _code_being_compiled()
+        if code is not None:
+            return f"{code.co_name} ({os.path.basename(code.co_filename)}:{code.co_firstlineno}) [frame {frame}]"
+        return f"[frame {frame}]"
+    except Exception:  # pragma: no cover - best effort
+        return "<unknown>"
+
+
+def _code_being_compiled():
+    """The user code object Dynamo is compiling (found on Dynamo's own stack frames)."""
+    import inspect
+    import types
+
+    f = inspect.currentframe()
+    try:
+        while f is not None:
+            if f.f_code.co_name in ("_compile", "compile_inner", "_compile_inner"):
+                code = f.f_locals.get("code")
+                if isinstance(code, types.CodeType):
+                    return code
+            f = f.f_back
+    finally:
+        del f
+    return None
+
+
+def _is_symbolic(x) -> bool:
+    if isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return True
+    if isinstance(x, torch.Tensor):
+        return any(isinstance(s, torch.SymInt) for s in x.shape) or any(
+            isinstance(s, torch.SymInt) for s in x.stride()
+        ) or isinstance(x.storage_offset(), torch.SymInt)
+    return False
+
+
+def _shape_of(x):
+    if isinstance(x, torch.Tensor):
+        return tuple(int(s) for s in x.shape)
+    return x
+
+
+# --------------------------------------------------------------------------- options
+
+
+class _Options:
+    def __init__(self, mode, options: Optional[dict], extra_kwargs: dict):
+        options = dict(options or {})
+        if extra_kwargs:
+            log.warning("neuron backend: ignoring unsupported arguments %s", sorted(extra_kwargs))
+        if mode not in (None, "default"):
+            msg = f"Neuron backend does not support mode='{mode}', falling back to default mode."
+            log.warning(msg)
+        if options.pop("dynamic", False):
+            raise NeuronCompileError(
+                "torch.compile(backend='neuron') does not support dynamic shapes "
+                "(options={'dynamic': True}); shapes are static and each new input shape "
+                "compiles a new graph. Leave dynamic unset or pass dynamic=False."
+            )
+        fallback = options.pop("fallback_execution", None)
+        if fallback is None:
+            fallback = not config.disable_fallback_execution()
+        self.fallback_execution = bool(fallback)
+        self.model_name = str(options.pop("model_name", "model_default"))
+        if options:
+            log.warning(
+                "neuron backend: ignoring unknown options %s (known: %s)",
+                sorted(options),
+                ", ".join(config.KNOWN_OPTIONS),
+            )
+        self.mode = mode
+
+    def cache_tag(self) -> str:
+        # options that change generated code go into the persistent cache key
+        return "neuron-default"
+
+
+def _reject_dynamic() -> None:
+    if not torch._dynamo.config.assume_static_by_default:
+        raise NeuronCompileError(
+            "torch.compile(backend='neuron') does not support dynamic=True: shapes are "
+            "static on Neuron and every new input shape compiles a new graph. Leave "
+            "`dynamic` unset or pass dynamic=False; pad or bucket inputs to bound the "
+            "number of distinct shapes."
+        )
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def neuron_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs):
+    """Dynamo backend ``neuron`` (entry point group ``torch_dynamo_backends``)."""
+    mode = kwargs.pop("mode", None)
+    options = kwargs.pop("options", None)
+    _reject_dynamic()
+    opts = _Options(mode, options, kwargs)
+
+    if any(isinstance(x, (list, tuple, dict)) for x in example_inputs):
+        from torch._dynamo.utils import flatten_graph_inputs
+
+        return flatten_graph_inputs(
+            gm,
+            example_inputs,
+            functools.partial(_compile_dynamo_graph, opts=opts, function=_function_id(gm)),
+        )
+    return _compile_dynamo_graph(gm, example_inputs, opts=opts, function=_function_id(gm))
+
+
+def _compile_dynamo_graph(gm, example_inputs, *, opts: _Options, function: str):
+    example_inputs = list(example_inputs)
+    placement = _InputPlacement(gm, example_inputs)
+    if any(_is_symbolic(x) for x in example_inputs):
+        # Dynamo's automatic dynamic shapes (dynamic=None) or mark_dynamic produced a
+        # symbolic graph; Neuron shapes are static, so specialise per concrete shape.
+        spec = _ShapeSpecializingFunction(gm, example_inputs, opts, function, placement)
+        return torch._dynamo.disable(placement.wrap(spec), reason="neuron compiled graph")
+    return _compile_static(gm, placement.device_inputs(example_inputs), opts, function, placement)
+
+
+# --------------------------------------------------------------------------- CPU autocopy
+
+
+class _InputPlacement:
+    """CPU tensors given to a compiled function are copied to neuron (outputs are neuron),
+    unless TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY=1, which makes them an error."""
+
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs: List[Any]):
+        self.device = None
+        for x in example_inputs:
+            if isinstance(x, torch.Tensor) and _device.is_device_tensor(x):
+                self.device = x.device
+                break
+        if self.device is None:
+            self.device = _device.default_device()
+        self.cpu_positions: List[int] = []
+        if _device.device_type() is None:
+            return  # prototype mode (no neuron device): CPU tensors stand in for neuron
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        for i, x in enumerate(example_inputs):
+            if isinstance(x, torch.Tensor) and x.device.type == "cpu":
+                self.cpu_positions.append(i)
+        if self.cpu_positions and config.cpu_autocopy_disabled():
+            i = self.cpu_positions[0]
+            position, source = i, ""
+            if i < len(placeholders):
+                ga = placeholders[i].meta.get("grapharg")
+                src = getattr(ga, "source", None)
+                source = src.name if src is not None else placeholders[i].name
+                local = getattr(src, "local_name", None)
+                code = _code_being_compiled()
+                if local is not None and code is not None:
+                    nargs = code.co_argcount + code.co_kwonlyargcount
+                    names = code.co_varnames[:nargs]
+                    if local in names:
+                        position = names.index(local)
+                        source = f"argument '{local}', {source}"
+            raise NeuronCompileError(
+                f"torch.compile(backend='neuron'): input {position} ({source}) is a CPU "
+                "tensor, and TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY=1 forbids copying it "
+                f"to the neuron device. Move it with .to('{self.device}') before calling the "
+                "compiled function."
+            )
+
+    def device_inputs(self, example_inputs: List[Any]) -> List[Any]:
+        if not self.cpu_positions:
+            return example_inputs
+        out = list(example_inputs)
+        for i in self.cpu_positions:
+            x = out[i]
+            mode = x.fake_mode if isinstance(x, FakeTensor) else None
+            ctx = mode if mode is not None else contextlib.nullcontext()
+            with ctx:
+                y = torch.empty_strided(
+                    x.shape, x.stride(), dtype=x.dtype, device=self.device
+                )
+            if x.requires_grad:
+                y.requires_grad_(True)
+            out[i] = y
+        return out
+
+    def wrap(self, fn: Callable) -> Callable:
+        if not self.cpu_positions:
+            return fn
+        positions = tuple(self.cpu_positions)
+        device = self.device
+
+        def run_with_autocopy(*args):
+            args = list(args)
+            copies = []
+            for i in positions:
+                src = args[i]
+                if isinstance(src, torch.Tensor) and src.device.type == "cpu":
+                    dst = src.to(device)
+                    copies.append((src, dst, dst._version))
+                    args[i] = dst
+            out = fn(*args)
+            for src, dst, version in copies:  # in-place updates of a CPU input
+                if dst._version != version:
+                    with torch.no_grad():
+                        src.copy_(dst)
+            return out
+
+        return run_with_autocopy
+
+
+# --------------------------------------------------------------------------- per-graph state
+
+
+class _GraphCompile:
+    """State for compiling one Dynamo graph with static shapes."""
+
+    def __init__(self, gm, example_inputs, opts: _Options, function: str, device):
+        self.gm = gm
+        self.example_inputs = example_inputs
+        self.opts = opts
+        self.function = function
+        self.device = device
+        self.graph_index = metrics._next_graph_index(function)
+        self.name = f"{opts.model_name}_{_next_graph_number()}"
+        self.dir = artifacts.graph_dir(self.name)
+        self.lowering_s = 0.0
+        self.codegen_s = 0.0
+        self.cache_results: List[str] = []
+        self.fw_nodes: Optional[int] = None
+        self.bw_nodes: Optional[int] = None
+        self.num_dynamo_outputs = len(
+            torch.utils._pytree.arg_tree_leaves(*next(iter(reversed(gm.graph.nodes))).args)
+        )
+
+    # ---- legality
+    def check_legality(self, aten_gm: torch.fx.GraphModule) -> None:
+        t0 = time.perf_counter()
+        try:
+            illegal = legality.find_illegal_ops(aten_gm)
+        finally:
+            self.lowering_s += time.perf_counter() - t0
+        if not illegal:
+            return
+        if self.opts.fallback_execution:
+            raise _RunEagerly(illegal)
+        raise NeuronCompileError(legality.format_error(self.name, illegal))
+
+    def partition(self, joint_gm, joint_inputs, **kwargs):
+        self.check_legality(joint_gm)
+        artifacts.dump_graph(self.dir, "aot_joint.txt", joint_gm)
+        from torch._inductor.compile_fx import partition_fn as inductor_partition
+
+        return inductor_partition(joint_gm, joint_inputs, **kwargs)
+
+    # ---- compilers handed to AOTAutograd
+    def forward_compiler(self, aten_gm, example_inputs):
+        return self._compile(aten_gm, example_inputs, "forward")
+
+    def backward_compiler(self, aten_gm, example_inputs):
+        return self._compile(aten_gm, example_inputs, "backward")
+
+    def inference_compiler(self, aten_gm, example_inputs):
+        self.check_legality(aten_gm)
+        return self._compile(aten_gm, example_inputs, "inference")
+
+    def _compile(self, aten_gm: torch.fx.GraphModule, example_inputs, kind: str):
+        from torch._inductor.compile_fx import compile_fx_inner
+        from torch._inductor.virtualized import V
+
+        t0 = time.perf_counter()
+        n_nodes = len(aten_gm.graph.nodes)
+        if kind == "backward":
+            self.bw_nodes = n_nodes
+        else:
+            self.fw_nodes = n_nodes
+        artifacts.dump_graph(self.dir, f"aot_{kind}.txt", aten_gm)
+
+        inductor_kwargs = self._inductor_kwargs(aten_gm, example_inputs, kind)
+        lowered = _lower_to_host(aten_gm, example_inputs)
+        self.lowering_s += time.perf_counter() - t0
+
+        t1 = time.perf_counter()
+        store = cache.PersistentCache.current()
+        key = store.graph_key(lowered.gm, lowered.host_inputs, kind, inductor_kwargs, self.opts.cache_tag())
+        with V.set_fake_mode(lowered.fake_mode):
+            compiled, status = store.compile(
+                key,
+                lambda: compile_fx_inner(lowered.gm, lowered.host_inputs, **inductor_kwargs),
+            )
+        self.codegen_s += time.perf_counter() - t1
+        self.cache_results.append(status)
+        source = getattr(compiled, "source_code", None)
+        if source:
+            artifacts.dump_text(self.dir, f"{kind}_code.py", source)
+        device_outputs = lowered.device_outputs
+        if kind == "forward":
+            # Activations saved for the backward graph (the outputs after num_forward) are
+            # consumed only by our backward executable: keep them as host views of device
+            # memory (they were allocated from the device pool) instead of adopting them
+            # here and aliasing them back there.
+            tc = torch._guards.TracingContext.try_get()
+            meta = getattr(tc, "fw_metadata", None) if tc is not None else None
+            num_forward = getattr(meta, "num_forward", None)
+            if isinstance(num_forward, int):
+                device_outputs = tuple(i for i in device_outputs if i < num_forward)
+        return _DeviceExecutable(compiled, self.device, lowered.device_inputs, device_outputs)
+
+    def _inductor_kwargs(self, aten_gm, example_inputs, kind) -> Dict[str, Any]:
+        from torch._inductor import config as inductor_config
+
+        out_node = next(iter(reversed(aten_gm.graph.nodes)))
+        outputs = torch.utils._pytree.arg_tree_leaves(*out_node.args)
+        if kind == "backward":
+            visible = (
+                [i for i, n in enumerate(outputs) if isinstance(n, torch.fx.Node)]
+                if inductor_config.bw_outputs_user_visible
+                else []
+            )
+            out_node.meta["user_visible_output_idxs"] = visible
+            return {"is_backward": True}
+        start = 0
+        if kind == "forward":
+            tc = torch._guards.TracingContext.try_get()
+            if tc is not None and tc.fw_metadata is not None:
+                start = tc.fw_metadata.num_mutated_inp_runtime_indices
+        if inductor_config.keep_output_stride:
+            end = min(start + self.num_dynamo_outputs, len(outputs))
+            out_node.meta["user_visible_output_idxs"] = [
+                i for i in range(start, end) if isinstance(outputs[i], torch.fx.Node)
+            ]
+        else:
+            out_node.meta["user_visible_output_idxs"] = []
+        return {"is_inference": kind == "inference"}
+
+    def cache_status(self) -> str:
+        if not self.cache_results:
+            return "none"
+        if all(s == "disabled" for s in self.cache_results):
+            return "disabled"
+        return "hit" if all(s == "hit" for s in self.cache_results) else "miss"
+
+
+def _compile_static(gm, example_inputs, opts: _Options, function: str, placement: _InputPlacement):
+    from torch._functorch import config as functorch_config
+    from torch._functorch.aot_autograd import aot_module_simplified
+
+    t0 = time.perf_counter()
+    state = _GraphCompile(gm, example_inputs, opts, function, placement.device)
+    artifacts.dump_graph(state.dir, "dynamo_graph.txt", gm)
+    fake_mode = torch._guards.detect_fake_mode(example_inputs)
+    tracing = contextlib.nullcontext()
+    if torch._guards.TracingContext.try_get() is None:
+        tracing = torch._guards.tracing(torch._guards.TracingContext(fake_mode))
+    runner: Callable
+    status: str
+    try:
+        with tracing, functorch_config.patch(force_non_lazy_backward_lowering=True):
+            compiled = aot_module_simplified(
+                gm,
+                example_inputs,
+                fw_compiler=state.forward_compiler,
+                bw_compiler=state.backward_compiler,
+                inference_compiler=state.inference_compiler,
+                partition_fn=state.partition,
+                decompositions=neuron_decompositions(),
+                keep_inference_input_mutations=True,
+            )
+        runner = compiled
+        status = state.cache_status()
+    except _RunEagerly as exc:
+        ops = ", ".join(i.op for i in exc.illegal)
+        log.warning(
+            "neuron backend: graph '%s' contains non-native operator(s) %s; running it "
+            "eagerly (fallback execution)",
+            state.name,
+            ops,
+        )
+        runner = gm.forward
+        status = "fallback"
+    total = time.perf_counter() - t0
+    record = {
+        "name": state.name,
+        "model_name": opts.model_name,
+        "function": function,
+        "graph_index": state.graph_index,
+        "node_count": len(gm.graph.nodes),
+        "fw_node_count": state.fw_nodes,
+        "bw_node_count": state.bw_nodes,
+        "input_shapes": [_shape_of(x) for x in example_inputs],
+        "cache": status,
+        "aot_autograd_s": max(0.0, total - state.lowering_s - state.codegen_s),
+        "lowering_s": state.lowering_s,
+        "codegen_s": state.codegen_s,
+        "total_s": total,
+        "timestamp": time.time(),
+    }
+    metrics._add_record(record)
+    artifacts.dump_json(state.dir, "metrics.json", record)
+    if state.graph_index == config.shape_warning_threshold():
+        msg = (
+            f"neuron backend: {function} has now compiled {state.graph_index} graphs "
+            "(one per distinct input shape; shapes are static on Neuron). Pad or bucket "
+            "inputs to a few fixed shapes to avoid recompiling."
+        )
+        log.warning(msg)
+        warnings.warn(msg, stacklevel=2)
+    return torch._dynamo.disable(placement.wrap(runner), reason="neuron compiled graph")
+
+
+# --------------------------------------------------------------------------- symbolic graphs
+
+
+class _ShapeSpecializingFunction:
+    """Dynamo handed us a graph with symbolic sizes (automatic dynamic shapes or
+    mark_dynamic): compile one static graph per distinct concrete input signature."""
+
+    def __init__(self, gm, example_inputs, opts, function, placement):
+        self.gm = gm
+        self.opts = opts
+        self.function = function
+        self.placement = placement
+        self.requires_grad = [
+            isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs
+        ]
+        self.compiled: Dict[Any, Callable] = {}
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def _signature(args):
+        sig = []
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                sig.append(
+                    (tuple(a.shape), tuple(a.stride()), a.storage_offset(), a.dtype, a.device, a.requires_grad)
+                )
+            else:
+                sig.append(("v", type(a).__name__, a))
+        return tuple(sig)
+
+    def _compile_for(self, args):
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+        fake_mode = FakeTensorMode(shape_env=ShapeEnv(), static_shapes=True)
+        fakes = []
+        for a, rg in zip(args, self.requires_grad):
+            if isinstance(a, torch.Tensor):
+                f = fake_mode.from_tensor(a, static_shapes=True)
+                if rg and not f.requires_grad and f.is_leaf:
+                    f.requires_grad_(True)
+                fakes.append(f)
+            else:
+                fakes.append(a)
+        placement = _InputPlacement.__new__(_InputPlacement)
+        placement.device = self.placement.device
+        placement.cpu_positions = self.placement.cpu_positions
+        gm = torch.fx.GraphModule(self.gm, self.gm.graph)  # fresh module per specialisation
+        with torch._guards.tracing(torch._guards.TracingContext(fake_mode)):
+            # inputs reaching here were already moved by the outer autocopy wrapper
+            inner_placement = _InputPlacement.__new__(_InputPlacement)
+            inner_placement.device = placement.device
+            inner_placement.cpu_positions = []
+            return _compile_static(
+                gm, placement.device_inputs(fakes), self.opts, self.function, inner_placement
+            )
+
+    def __call__(self, *args):
+        sig = self._signature(args)
+        fn = self.compiled.get(sig)
+        if fn is None:
+            with self.lock:
+                fn = self.compiled.get(sig)
+                if fn is None:
+                    fn = self._compile_for(args)
+                    self.compiled[sig] = fn
+        return fn(*args)
+
+
+# --------------------------------------------------------------------------- lowering
+
+
+class _Lowered:
+    def __init__(self, gm, host_inputs, fake_mode, device_inputs, device_outputs):
+        self.gm = gm
+        self.host_inputs = host_inputs
+        self.fake_mode = fake_mode
+        self.device_inputs = device_inputs
+        self.device_outputs = device_outputs
+
+
+def _host_device(dev):
+    if isinstance(dev, torch.device) and _device.is_device(dev):
+        return torch.device("cpu")
+    if isinstance(dev, str) and _device.device_type() and dev.split(":")[0] == _device.device_type():
+        return torch.device("cpu")
+    return dev
+
+
+def _rewrite_arg(a):
+    if isinstance(a, (torch.device, str)):
+        return _host_device(a)
+    if isinstance(a, (list, tuple)):
+        return type(a)(_rewrite_arg(x) for x in a)
+    if isinstance(a, dict):
+        return {k: _rewrite_arg(v) for k, v in a.items()}
+    return a
+
+
+def _lower_to_host(gm: torch.fx.GraphModule, example_inputs) -> _Lowered:
+    """Rewrite an ATen graph over neuron tensors into the same graph over host tensors."""
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+    fake_mode = torch._guards.detect_fake_mode(example_inputs)
+    if fake_mode is None:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+
+    out_node = next(iter(reversed(gm.graph.nodes)))
+    out_vals = [
+        (n.meta.get("val") if isinstance(n, torch.fx.Node) else n)
+        for n in torch.utils._pytree.arg_tree_leaves(*out_node.args)
+    ]
+    device_outputs = tuple(
+        i for i, v in enumerate(out_vals) if isinstance(v, torch.Tensor) and _device.is_device_tensor(v)
+    )
+    device_inputs = tuple(
+        i for i, x in enumerate(example_inputs) if isinstance(x, torch.Tensor) and _device.is_device_tensor(x)
+    )
+    if _device.device_type() is None:
+        return _Lowered(gm, list(example_inputs), fake_mode, device_inputs, device_outputs)
+
+    for node in gm.graph.nodes:
+        if node.op == "call_function":
+            node.args = _rewrite_arg(node.args)
+            node.kwargs = _rewrite_arg(node.kwargs)
+        elif node.op == "get_attr":
+            attr = getattr(gm, node.target, None) if "." not in node.target else None
+            if isinstance(attr, torch.Tensor) and _device.is_device_tensor(attr):
+                setattr(gm, node.target, _device.host_alias(attr))
+    gm.recompile()
+
+    host_inputs = []
+    with fake_mode:
+        for x in example_inputs:
+            if isinstance(x, torch.Tensor) and _device.is_device_tensor(x):
+                numel = x.storage_offset() + 1 + sum(
+                    (s - 1) * st for s, st in zip(x.shape, x.stride()) if s > 0
+                )
+                base = torch.empty(max(numel, 1), dtype=x.dtype, device="cpu")
+                try:
+                    h = base.as_strided(x.shape, x.stride(), x.storage_offset())
+                except Exception:
+                    h = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="cpu")
+                host_inputs.append(h)
+            else:
+                host_inputs.append(x)
+    FakeTensorProp(gm, mode=fake_mode).propagate_dont_convert_inputs(*host_inputs)
+    return _Lowered(gm, host_inputs, fake_mode, device_inputs, device_outputs)
+
+
+class _DeviceExecutable:
+    """Boxed callable: runs Inductor's host code directly on the memory of neuron tensors.
+
+    Inputs that are neuron tensors are replaced by their host aliases (same bytes, no
+    copy); the kernels run with this thread's CPU allocations routed to the device's pool,
+    so every buffer they create (outputs, saved activations) already is device memory; the
+    outputs are adopted as neuron tensors without a copy. The per-call path calls the core's
+    bindings directly: a training step crosses this boundary ~100 times."""
+
+    _boxed_call = True
+
+    def __init__(self, compiled, device, device_inputs, device_outputs):
+        self.compiled = compiled
+        self.device = device
+        self.device_inputs = device_inputs
+        self.device_outputs = device_outputs
+        self.passthrough = _device.device_type() is None or not _device.HAVE_CORE
+        if not self.passthrough:
+            from torch_neuronx import _C
+
+            self._alias = _C._host_alias
+            self._adopt = _C._adopt_host_tensor
+            self._route = _C._set_alloc_route
+            index = device.index
+            if index is None:
+                index = _device.default_device().index or 0
+            self._index = index
+
+    def __call__(self, args: List[Any]):
+        if self.passthrough:
+            return self.compiled(args)
+        alias = self._alias
+        for i in self.device_inputs:
+            args[i] = alias(args[i])
+        route = self._route
+        prev = route(self._index)
+        try:
+            outs = self.compiled(args)
+        finally:
+            route(prev)
+        if not isinstance(outs, list):
+            outs = list(outs)
+        adopt, index = self._adopt, self._index
+        for i in self.device_outputs:
+            o = outs[i]
+            if o is not None:
+                outs[i] = adopt(o, index)
+        return outs
+
+    def __getattr__(self, name):  # e.g. AOT asks for attributes of the compiled graph
+        return getattr(self.__dict__["compiled"], name)

@@ -1,0 +1,407 @@
+"""Persistent compile cache of the ``neuron`` backend.
+
+Layout under ``TORCH_NEURONX_NEFF_CACHE_DIR`` (default ``/tmp/neff_cache``)::
+
+    compile-<version tag>/            one tree per (torch, torch_neuronx, python, format)
+        inductor/                     Inductor's FX-graph cache and kernel code cache
+        entries/<k[:2]>/<k>.json      our manifest for graph key k: every artifact file the
+                                      graph needs, with its size and sha256
+
+The graph key ``k`` hashes the lowered ATen graph, its input metadata, the compile kind
+(forward/backward/inference), the Inductor options we pass, the backend options and the
+version tag. Inductor's own FX-graph cache (keyed by graph, Inductor config and versions)
+does the actual reuse: on a hit, no code is generated and no C++ is compiled.
+
+Integrity: before compiling a graph whose manifest exists, every listed file is checked
+(size + sha256). A missing, truncated or altered artifact -- or a corrupt manifest -- is
+reported once (a warning) and deleted, so Inductor rebuilds it. If loading an entry still
+fails, the files named in the error (and the graph's artifacts) are deleted and the graph is
+rebuilt once more; a real compile error is re-raised unchanged.
+
+Concurrency: Inductor writes cache files atomically (temporary file + rename) and compiles
+kernels under file locks; manifests are written the same way. Several processes compiling
+the same model therefore never see partial files, and last-writer-wins on identical content.
+
+``TORCH_NEURONX_NEFF_DISABLE_CACHE=1`` disables reading and writing the persistent cache
+(Inductor then compiles in a throw-away directory).
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import platform
+import re
+import sys
+import tempfile
+import threading
+from typing import Any, Callable, Dict, List, Tuple
+
+import torch
+
+from . import config
+
+log = logging.getLogger("torch_neuronx.compile")
+
+CACHE_FORMAT = 1
+
+#: (key, description) of every corrupt entry detected in this process (for tests/tools)
+corruption_reports: List[Tuple[str, str]] = []
+_reported: set = set()
+_env_lock = threading.RLock()
+
+
+def _neuronx_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("torch-neuronx")
+    except Exception:
+        try:
+            import torch_neuronx
+
+            return str(getattr(torch_neuronx, "__version__", "0+unknown"))
+        except Exception:
+            return "0+unknown"
+
+
+def version_tag() -> str:
+    parts = [
+        f"torch={torch.__version__}",
+        f"torch_neuronx={_neuronx_version()}",
+        f"python={sys.version_info[0]}.{sys.version_info[1]}",
+        f"machine={platform.machine()}",
+        f"format={CACHE_FORMAT}",
+    ]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+def _sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _report(key: str, detail: str) -> None:
+    corruption_reports.append((key, detail))
+    if (key, detail) in _reported:
+        return
+    _reported.add((key, detail))
+    log.warning(
+        "neuron compile cache: corrupt entry %s detected (%s); rebuilding it", key[:16], detail
+    )
+
+
+def _write_atomic(path: str, data: str) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _describe_input(x) -> str:
+    if isinstance(x, torch.Tensor):
+        return f"T({tuple(x.shape)},{tuple(x.stride())},{x.storage_offset()},{x.dtype},{x.device.type},{x.requires_grad})"
+    return f"V({type(x).__name__}:{x!r})"
+
+
+class PersistentCache:
+    def __init__(self, enabled: bool, root: str):
+        self.enabled = enabled
+        self.root = root
+        self.inductor_dir = os.path.join(root, "inductor")
+        self.entries_dir = os.path.join(root, "entries")
+
+    @classmethod
+    def current(cls) -> "PersistentCache":
+        root = os.path.join(config.cache_dir(), f"compile-{version_tag()}")
+        return cls(enabled=not config.cache_disabled(), root=root)
+
+    # ------------------------------------------------------------------ keys
+    def graph_key(self, gm, inputs, kind: str, kwargs: Dict[str, Any], tag: str) -> str:
+        h = hashlib.sha256()
+        h.update(version_tag().encode())
+        h.update(kind.encode())
+        h.update(tag.encode())
+        h.update(repr(sorted(kwargs.items())).encode())
+        h.update(gm.code.encode())
+        for x in inputs:
+            h.update(_describe_input(x).encode())
+        return h.hexdigest()
+
+    def manifest_path(self, key: str) -> str:
+        return os.path.join(self.entries_dir, key[:2], key + ".json")
+
+    # ------------------------------------------------------------------ env
+    @contextlib.contextmanager
+    def _inductor_cache_dir(self):
+        with _env_lock:
+            old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+            os.makedirs(self.inductor_dir, exist_ok=True)
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = self.inductor_dir
+            try:
+                yield
+            finally:
+                if old is None:
+                    os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+                else:
+                    os.environ["TORCHINDUCTOR_CACHE_DIR"] = old
+
+    # ------------------------------------------------------------------ integrity
+    def _load_manifest(self, key: str):
+        path = self.manifest_path(key)
+        if not os.path.exists(path):
+            return None
+        try:
+            with open(path) as f:
+                manifest = json.load(f)
+            if manifest.get("key") != key or not isinstance(manifest.get("files"), dict):
+                raise ValueError("manifest does not describe this graph")
+            return manifest
+        except Exception as exc:
+            _report(key, f"unreadable manifest: {type(exc).__name__}")
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            return None
+
+    def verify(self, key: str) -> bool:
+        """Check the artifacts of ``key``; delete bad ones. True if the entry was intact."""
+        manifest = self._load_manifest(key)
+        if manifest is None:
+            return False
+        bad = []
+        for rel, (size, digest) in manifest["files"].items():
+            path = os.path.join(self.inductor_dir, rel)
+            try:
+                if os.path.getsize(path) != size or _sha256_file(path) != digest:
+                    bad.append((rel, "altered or truncated"))
+            except FileNotFoundError:
+                bad.append((rel, "missing"))
+        if not bad:
+            return True
+        _report(key, ", ".join(f"{rel}: {why}" for rel, why in bad))
+        self._purge(key, [rel for rel, _ in bad], manifest=True)
+        return False
+
+    def _purge(self, key: str, rels, manifest: bool) -> None:
+        for rel in rels:
+            path = os.path.join(self.inductor_dir, rel)
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        if manifest:
+            with contextlib.suppress(OSError):
+                os.unlink(self.manifest_path(key))
+
+    def _artifact_files(self, compiled, new_modules) -> List[str]:
+        files = set()
+        key = getattr(compiled, "_fx_graph_cache_key", None)
+        if key:
+            d = os.path.join(self.inductor_dir, "fxgraph", key[1:3], key)
+            if os.path.isdir(d):
+                files.update(os.path.join(d, f) for f in os.listdir(d) if not f.startswith("."))
+        for path in new_modules:
+            if path:
+                files.add(path)
+        root = os.path.realpath(self.inductor_dir)
+        out = []
+        for f in files:
+            real = os.path.realpath(f)
+            if real.startswith(root + os.sep) and os.path.isfile(real):
+                out.append(os.path.relpath(real, root))
+        return sorted(out)
+
+    def _record(self, key: str, compiled, new_modules) -> None:
+        rels = self._artifact_files(compiled, new_modules)
+        if not rels:
+            return
+        files = {}
+        for rel in rels:
+            path = os.path.join(self.inductor_dir, rel)
+            try:
+                files[rel] = [os.path.getsize(path), _sha256_file(path)]
+            except OSError:
+                continue
+        manifest = {"key": key, "version_tag": version_tag(), "files": files}
+        _write_atomic(self.manifest_path(key), json.dumps(manifest, sort_keys=True))
+
+    # ------------------------------------------------------------------ compile
+    def compile(self, key: str, build: Callable[[], Any]):
+        """Run ``build`` (Inductor) against the persistent cache. Returns (compiled, status)
+        with status 'hit', 'miss' or 'disabled'."""
+        from torch._dynamo.utils import counters
+        from torch._inductor import config as inductor_config
+
+        if not self.enabled:
+            with inductor_config.patch(force_disable_caches=True):
+                return build(), "disabled"
+
+        isa_config = self._vec_isa_config()  # before our cache directory is selected
+        with self._inductor_cache_dir(), inductor_config.patch(fx_graph_cache=True, **isa_config):
+            intact = self.verify(key)
+            before = _module_snapshot()
+            hits0 = counters["inductor"]["fxgraph_cache_hit"]
+            try:
+                compiled = build()
+            except Exception as exc:
+                rels = self._paths_in_error(exc)
+                if not rels and not os.path.exists(self.manifest_path(key)):
+                    raise  # nothing of ours was read: a genuine compile error
+                _report(key, f"failed to load: {type(exc).__name__}: {str(exc)[:200]}")
+                manifest = self._load_manifest(key)
+                if manifest is not None:
+                    rels = list(rels) + list(manifest["files"])
+                self._purge(key, rels, manifest=True)
+                _clear_inductor_memory_caches()
+                before = _module_snapshot()
+                hits0 = counters["inductor"]["fxgraph_cache_hit"]
+                compiled = build()
+            hit = counters["inductor"]["fxgraph_cache_hit"] > hits0
+            new_modules = _module_snapshot() - before
+            if not (hit and intact):
+                self._record(key, compiled, new_modules)
+            return compiled, ("hit" if hit else "miss")
+
+    def _vec_isa_config(self) -> Dict[str, Any]:
+        """Inductor probes the CPU's vector ISAs (compiling and loading a test program per
+        ISA, in subprocesses) in every process and in every new cache directory: tens of
+        seconds on a busy 2-core host. The result is a property of the machine, toolchain
+        and torch build, so it is recorded once per host (``~/.cache/torch_neuronx``, or
+        ``$XDG_CACHE_HOME``); when every ISA the CPU reports passed, compiles (cold and warm
+        alike, so graph keys agree) pass ``cpp.vec_isa_ok=True`` instead of probing."""
+        global _vec_isa_ok
+        if _vec_isa_ok is None:
+            _vec_isa_ok = _probe_vec_isa()
+            if _vec_isa_ok:
+                _prime_isa_extension_probes()
+        return {"cpp.vec_isa_ok": True} if _vec_isa_ok else {}
+
+    def _paths_in_error(self, exc: BaseException) -> List[str]:
+        root = os.path.realpath(self.inductor_dir)
+        rels = []
+        seen = set()
+        e = exc
+        while e is not None and id(e) not in seen:
+            seen.add(id(e))
+            for m in re.findall(r"(/[^\s'\":]+)", str(e)):
+                real = os.path.realpath(m)
+                if real.startswith(root + os.sep) and os.path.isfile(real):
+                    rels.append(os.path.relpath(real, root))
+            e = e.__cause__ or e.__context__
+        return rels
+
+
+_vec_isa_ok = None
+
+
+def _host_record_path() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    import shutil
+
+    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++") or "none"
+    try:
+        cxx_id = f"{os.path.realpath(cxx)}:{os.path.getmtime(os.path.realpath(cxx))}"
+    except OSError:
+        cxx_id = cxx
+    ident = "|".join(
+        [torch.__version__, platform.machine(), _cpu_flags_digest(), cxx_id, str(CACHE_FORMAT)]
+    )
+    digest = hashlib.sha256(ident.encode()).hexdigest()[:16]
+    return os.path.join(base, "torch_neuronx", f"vec_isa-{digest}.json")
+
+
+def _probe_vec_isa() -> bool:
+    path = _host_record_path()
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        if isinstance(data.get("all_ok"), bool):
+            return data["all_ok"]
+    except Exception:
+        pass
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return False
+    try:
+        from torch._inductor import cpu_vec_isa
+
+        flags = cpu_vec_isa.x86_isa_checker()
+        candidates = [
+            isa
+            for isa in cpu_vec_isa.supported_vec_isa_list
+            if all(flag in flags for flag in str(isa).split())
+        ]
+        valid = cpu_vec_isa.valid_vec_isa_list()
+        all_ok = bool(candidates) and len(valid) == len(candidates)
+    except Exception:
+        return False
+    with contextlib.suppress(OSError):
+        _write_atomic(path, json.dumps({"all_ok": all_ok, "isas": [str(i) for i in valid]}))
+    return all_ok
+
+
+def _cpu_flags_digest() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return hashlib.sha256(line.encode()).hexdigest()[:16]
+    except OSError:
+        pass
+    return "unknown"
+
+
+def _prime_isa_extension_probes() -> None:
+    """The AVX-512 subclasses additionally probe bf16/VNNI/AMX support by compiling test
+    programs into the *current* Inductor cache directory (memoised per process). Run those
+    probes once per process here, before our cache directory is selected, so they land in
+    Inductor's per-user default directory (built once per host) instead of being recompiled in
+    every new TORCH_NEURONX_NEFF_CACHE_DIR."""
+    try:
+        from torch._inductor import config as inductor_config
+        from torch._inductor import cpu_vec_isa
+
+        with inductor_config.patch({"cpp.vec_isa_ok": True}):
+            for isa in cpu_vec_isa.valid_vec_isa_list():
+                bool(isa)
+            cpu_vec_isa.pick_vec_isa()
+    except Exception:  # pragma: no cover - best effort; Inductor probes lazily otherwise
+        pass
+
+
+def _module_snapshot() -> set:
+    """Paths of the generated modules (kernel .so, wrapper .py) loaded in this process."""
+    paths = set()
+    try:
+        from torch._inductor.codecache import CppPythonBindingsCodeCache, PyCodeCache
+
+        for name in list(CppPythonBindingsCodeCache._loaded_module_names):
+            mod = sys.modules.get(name)
+            if mod is not None and getattr(mod, "__file__", None):
+                paths.add(mod.__file__)
+        for mod in list(getattr(PyCodeCache, "modules", [])):
+            if getattr(mod, "__file__", None):
+                paths.add(mod.__file__)
+    except Exception:  # pragma: no cover - internal API drift
+        pass
+    return paths
+
+
+def _clear_inductor_memory_caches() -> None:
+    try:
+        from torch._inductor.codecache import CppPythonBindingsCodeCache, PyCodeCache
+
+        CppPythonBindingsCodeCache.cache_clear()
+        PyCodeCache.cache_clear(purge=False)
+    except Exception:  # pragma: no cover
+        pass

@@ -1,0 +1,53 @@
+"""Decomposition table used by AOTAutograd for the neuron op set.
+
+The table is Inductor's (Inductor's CPU code generator is the device compiler of the emulated
+NeuronCore, so its op set is the one our code generator lowers). Every decomposition is
+wrapped so that the nodes it produces record the op the user's program dispatched
+(``node.meta["custom"]["neuron_decomposed_from"]``): the legality pass checks *that* op
+against the eager op policy, not the compiler-internal ops it was decomposed into.
+
+(Adding torch._decomp decompositions for every op the eager policy does not list as native
+was tried and dropped: the policy's default for unlisted ops is "fallback", and many of
+those decompositions -- ``item``, ``sym_numel``, ``lift`` -- break tracing.)
+"""
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any, Callable, Dict
+
+import torch.fx.traceback as fx_traceback
+
+from . import legality
+
+
+#: node.meta["custom"] key naming the ATen op a node was decomposed from
+DECOMPOSED_FROM = "neuron_decomposed_from"
+
+_state = threading.local()
+
+
+def _annotated(op, fn: Callable) -> Callable:
+    """Run decomposition ``fn`` of ``op`` so that every node it creates records ``op``
+    (the op the user's program dispatched, which is what the legality pass checks)."""
+    name = legality.op_name(op) or str(op)
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        if getattr(_state, "depth", 0):
+            return fn(*args, **kwargs)
+        _state.depth = 1
+        try:
+            with fx_traceback.annotate({DECOMPOSED_FROM: name}):
+                return fn(*args, **kwargs)
+        finally:
+            _state.depth = 0
+
+    return run
+
+
+def neuron_decompositions() -> Dict[Any, Callable]:
+    from torch._inductor.decomposition import select_decomp_table
+
+    table = select_decomp_table()
+    return {op: _annotated(op, fn) for op, fn in table.items()}

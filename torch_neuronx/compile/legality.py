@@ -1,0 +1,175 @@
+"""Legality pass: every ATen operator in a graph must be *native* under the eager op policy
+(torch_neuronx.eager.op_policy.policy_for). Ops that eager mode would run through the CPU
+fallback (or cannot run at all) make the graph illegal for the compiled path; the backend
+then fails with :class:`NeuronCompileError` naming the op and the user's source line, or,
+with fallback execution enabled, runs that graph eagerly.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Tuple
+
+import torch
+
+
+class NeuronCompileError(RuntimeError):
+    """A graph could not be compiled by the ``neuron`` backend."""
+
+
+@dataclass
+class IllegalOp:
+    op: str  # e.g. "aten::linalg_qr"
+    status: str  # "fallback" | "unsupported"
+    reason: str
+    source: Optional[str]  # 'File "x.py", line 3, in f\n    y = torch.linalg.qr(x)'
+
+
+def _load_policy() -> Optional[Callable[[str], Tuple[str, str]]]:
+    try:
+        from torch_neuronx.eager.op_policy import policy_for
+    except Exception:  # core not built yet: nothing is known to be non-native
+        return None
+    return policy_for
+
+
+def op_name(target) -> Optional[str]:
+    """'aten::addmm' for an OpOverload / OpOverloadPacket target, else None."""
+    if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        schema_name = target._schema.name if isinstance(target, torch._ops.OpOverload) else None
+        if schema_name:
+            return schema_name
+        return f"{target._qualified_op_name}"
+    return None
+
+
+def policy_status(name: str) -> Tuple[str, str]:
+    policy = _load_policy()
+    if policy is None:
+        return "native", ""
+    result = policy(name)
+    if isinstance(result, str):
+        return result, ""
+    status, reason = result[0], (result[1] if len(result) > 1 else "")
+    return str(status), str(reason or "")
+
+
+def _default_fallback_reason() -> Optional[str]:
+    try:
+        from torch_neuronx.eager import op_policy
+    except Exception:
+        return None
+    return getattr(op_policy, "DEFAULT_FALLBACK_REASON", None)
+
+
+def _eager_decomposes(name: str, reason: str) -> bool:
+    """True when eager mode never runs ``name`` as one device kernel: the op is not listed
+    in the policy (default fallback) and the dispatcher has a CompositeExplicitAutograd /
+    CompositeImplicitAutograd kernel that takes precedence over the device's catch-all
+    fallback, so eager executes its decomposition into (policy-checked) device ops. Example:
+    ``aten::_safe_softmax`` from scaled_dot_product_attention."""
+    default = _default_fallback_reason()
+    if default is None or reason != default:
+        return False  # explicitly listed as fallback/unsupported
+    qualname = name.split(".", 1)[0]
+    try:
+        has = torch._C._dispatch_has_kernel_for_dispatch_key
+        if has(qualname, "PrivateUse1"):
+            return False
+        return has(qualname, "CompositeExplicitAutograd") or has(
+            qualname, "CompositeImplicitAutograd"
+        )
+    except Exception:
+        return False
+
+
+_FRAME_RE = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n(?:\s*(.*))?')
+
+
+def user_source(node: torch.fx.Node) -> Optional[str]:
+    """The innermost user frame recorded on the node (Dynamo stores it as ``stack_trace``)."""
+    trace = node.meta.get("stack_trace")
+    if not trace:
+        return None
+    frames = _FRAME_RE.findall(trace)
+    if not frames:
+        return trace.strip().splitlines()[-1] if trace.strip() else None
+    filename, line, func, code = frames[-1]
+    text = f'File "{filename}", line {line}, in {func}'
+    if code:
+        text += f"\n    {code.strip()}"
+    return text
+
+
+#: shape/metadata queries and runtime asserts: no kernel runs for them
+_METADATA_OPS = {
+    "aten::sym_size", "aten::sym_stride", "aten::sym_numel", "aten::sym_storage_offset",
+    "aten::_assert_async", "aten::_functional_assert_async", "aten::_assert_scalar",
+    "aten::_functional_assert_scalar", "aten::_assert_tensor_metadata",
+    "aten::_functional_sym_constrain_range", "aten::sym_constrain_range",
+    "aten::sym_constrain_range_for_size", "aten::_functional_sym_constrain_range_for_size",
+}
+
+
+def eager_op_name(node: torch.fx.Node) -> Optional[str]:
+    """The op eager mode would have dispatched for this node: the op a decomposition came
+    from, the in-place op a functionalised ``copy``/``*_copy`` stands for, or the node's own
+    op. None for nodes that are not ATen kernels."""
+    from .decompositions import DECOMPOSED_FROM
+
+    custom = node.meta.get("custom")
+    if isinstance(custom, dict) and custom.get(DECOMPOSED_FROM):
+        return custom[DECOMPOSED_FROM]
+    name = op_name(node.target)
+    if name is None or not name.startswith("aten::"):
+        # prims / inductor / c10d_functional ops and Python callables are part of the
+        # compiler's own op set, not of the eager dispatch policy
+        return None
+    if name in _METADATA_OPS:
+        return None
+    if name == "aten::copy":
+        return "aten::copy_"  # functionalised in-place copy
+    if name.endswith("_copy") and name != "aten::narrow_copy":
+        return name[: -len("_copy")]  # functionalised view op (view_copy, permute_copy, ...)
+    return name
+
+
+def find_illegal_ops(gm: torch.fx.GraphModule) -> List[IllegalOp]:
+    seen = {}
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        name = eager_op_name(node)
+        if name is None or name in seen:
+            continue
+        status, reason = policy_status(name)
+        if status != "native" and "." not in name:
+            # functionalisation turns in-place ops into their out-of-place twins
+            # (zero_ -> zero, fill_ -> fill): the eager op was the in-place one
+            alt_status, _ = policy_status(name + "_")
+            if alt_status == "native":
+                status = alt_status
+        if status != "native" and _eager_decomposes(name, reason):
+            status = "native"
+        if status != "native":
+            seen[name] = IllegalOp(name, status, reason, user_source(node))
+    return list(seen.values())
+
+
+def format_error(graph_name: str, illegal: List[IllegalOp]) -> str:
+    lines = [
+        f"torch.compile(backend='neuron') cannot compile graph '{graph_name}': "
+        f"it contains {len(illegal)} operator(s) that are not native on Neuron."
+    ]
+    for item in illegal:
+        why = f" ({item.reason})" if item.reason else ""
+        lines.append(f"  - {item.op}: policy '{item.status}'{why}")
+        if item.source:
+            lines.append("    from user code: " + item.source.replace("\n", "\n    "))
+        else:
+            lines.append("    from user code: <unknown source line>")
+    lines.append(
+        "Pass options={'fallback_execution': True} to torch.compile, or set "
+        "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0, to run such graphs eagerly instead."
+    )
+    return "\n".join(lines)

@@ -1,0 +1,64 @@
+"""Per-graph records of the ``neuron`` torch.compile backend.
+
+``get_dynamo_metrics()`` returns one dict per compiled graph (a Dynamo graph, or one
+static-shape specialisation of it), oldest first:
+
+==================  =================================================================
+``name``            ``<model_name>_<n>`` (``model_name`` from ``options``, default
+                    ``model_default``)
+``function``        the compiled Python function (``file:line:name``)
+``graph_index``     how many graphs this function had compiled before, plus one
+``node_count``      nodes in the Dynamo FX graph
+``fw_node_count``   nodes in the forward (or inference) ATen graph, ``bw_node_count``
+                    in the backward graph (``None`` when there is none)
+``input_shapes``    the static input shapes this graph was compiled for
+``cache``           ``"hit"`` (code generation skipped: every ATen graph came from the
+                    persistent cache), ``"miss"``, ``"disabled"`` or ``"fallback"``
+                    (graph runs eagerly, see fallback_execution)
+``aot_autograd_s``  seconds in AOTAutograd (tracing, decomposition, partitioning)
+``lowering_s``      seconds in our passes (legality, device rewrite, fake propagation)
+``codegen_s``       seconds in Inductor code generation (or cache load)
+``total_s``         wall time of the whole backend call
+``timestamp``       ``time.time()`` at the end of compilation
+==================  =================================================================
+"""
+from __future__ import annotations
+
+import collections
+import threading
+from typing import Any, Dict, List
+
+_lock = threading.Lock()
+_records: List[Dict[str, Any]] = []
+_graphs_per_function: Dict[str, int] = collections.Counter()
+
+
+def _add_record(record: Dict[str, Any]) -> Dict[str, Any]:
+    with _lock:
+        _records.append(record)
+    return record
+
+
+def _next_graph_index(function: str) -> int:
+    with _lock:
+        _graphs_per_function[function] += 1
+        return _graphs_per_function[function]
+
+
+def get_dynamo_metrics() -> List[Dict[str, Any]]:
+    """One record (a fresh dict) per graph compiled by the ``neuron`` backend."""
+    with _lock:
+        return [dict(r) for r in _records]
+
+
+def get_graph_counts() -> Dict[str, int]:
+    """Number of graphs compiled so far for each compiled function (``file:line:name``)."""
+    with _lock:
+        return dict(_graphs_per_function)
+
+
+def reset_dynamo_metrics() -> None:
+    """Forget every record and per-function graph count."""
+    with _lock:
+        _records.clear()
+        _graphs_per_function.clear()
