@@ -239,7 +239,7 @@ struct DeviceAllocator {
 // One allocator per device, created on first use and never destroyed; lookups are lock-free.
 constexpr int kMaxDevices = 1024;
 std::atomic<DeviceAllocator*> g_allocators[kMaxDevices];
-std::mutex g_allocators_mu;
+std::mutex& g_allocators_mu = *new std::mutex;
 
 DeviceAllocator& get(int device) {
   if (C10_LIKELY(device >= 0 && device < kMaxDevices)) {
@@ -258,8 +258,10 @@ DeviceAllocator& get(int device) {
 // Live blocks by address. DataPtrs carry the data pointer as their context, as c10's
 // raw_allocate()/raw_deallocate() contract requires (CPU kernels such as oneDNN's bf16 GEMM
 // allocate scratch through the CPU allocator's raw interface while routing is on).
-std::mutex g_live_mu;
-std::unordered_map<void*, Block*> g_live;
+// Leaked on purpose (like all driver globals): tensors may be freed during interpreter
+// shutdown, after static destructors would have run.
+std::mutex& g_live_mu = *new std::mutex;
+std::unordered_map<void*, Block*>& g_live = *new std::unordered_map<void*, Block*>;
 
 void register_block(Block* b) {
   std::lock_guard<std::mutex> g(g_live_mu);
@@ -318,8 +320,8 @@ struct RoutingCPUAllocator final : c10::Allocator {
 RoutingCPUAllocator g_routing;
 NeuronAllocator g_neuron_allocator;
 
-std::mutex g_pinned_mu;
-std::unordered_set<const void*> g_pinned;
+std::mutex& g_pinned_mu = *new std::mutex;
+std::unordered_set<const void*>& g_pinned = *new std::unordered_set<const void*>;
 void delete_pinned(void* p) {
   {
     std::lock_guard<std::mutex> g(g_pinned_mu);

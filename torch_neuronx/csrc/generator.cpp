@@ -34,7 +34,7 @@ NeuronGeneratorImpl* NeuronGeneratorImpl::clone_impl() const {
 
 const at::Generator& default_generator(c10::DeviceIndex index) {
   static std::once_flag once;
-  static std::vector<at::Generator> gens;
+  static auto& gens = *new std::vector<at::Generator>;  // leaked: outlives shutdown frees
   std::call_once(once, [] {
     for (int i = 0; i < device_count(); ++i)
       gens.push_back(at::make_generator<NeuronGeneratorImpl>(c10::DeviceIndex(i)));

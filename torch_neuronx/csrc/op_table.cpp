@@ -15,17 +15,18 @@
 namespace torch_neuronx {
 namespace {
 
-std::mutex g_mu;
-std::unordered_map<const c10::FunctionSchema*, std::unique_ptr<OpEntry>> g_entries;
-std::unordered_map<std::string, std::pair<OpStatus, std::string>> g_policy;
+// Driver globals are leaked on purpose: ops can still run while the interpreter shuts down.
+std::mutex& g_mu = *new std::mutex;
+auto& g_entries = *new std::unordered_map<const c10::FunctionSchema*, std::unique_ptr<OpEntry>>;
+auto& g_policy = *new std::unordered_map<std::string, std::pair<OpStatus, std::string>>;
 std::atomic<bool> g_strict{false};
 
 struct Counter {
   std::atomic<int64_t> v{0};
 };
-std::mutex g_counter_mu;
+std::mutex& g_counter_mu = *new std::mutex;
 std::map<std::string, std::unique_ptr<Counter>>& counter_map() {
-  static std::map<std::string, std::unique_ptr<Counter>> m;
+  static auto& m = *new std::map<std::string, std::unique_ptr<Counter>>;
   return m;
 }
 Counter& counter(const std::string& name) {
@@ -205,7 +206,7 @@ struct PlanCache {
   size_t max_entries = 0;  // 0: unbounded
 };
 PlanCache& plan_cache() {
-  static PlanCache c;
+  static PlanCache& c = *new PlanCache;
   static bool init = [] {
     if (const char* s = std::getenv("NEURON_COMPILATION_CACHE_MAX_ENTRIES"))
       c.max_entries = size_t(std::strtoull(s, nullptr, 10));
