@@ -116,7 +116,7 @@ at::Tensor to_neuron_output(CallState& st, const at::Tensor& out, const OpEntry&
   if (!out.has_storage()) return out;
   const c10::StorageImpl* s = out.storage().unsafeGetStorageImpl();
   if (const Aliased* a = find_alias_storage(st, s)) return view_of_storage(a->original.storage(), out);
-  // A CPU tensor the caller passed (0-dim scalars): hand it back untouched.
+  // A fresh float32 result of float64 arithmetic run in float32: cast back to float64.
   if (upcast && out.scalar_type() == at::kFloat) {
     at::Tensor up = out.to(at::kDouble);
     return adopt_host_tensor(up, st.device);

@@ -160,8 +160,7 @@ _UNSUPPORTED: dict[str, str] = {
     "aten::to_mkldnn": "MKL-DNN layouts are CPU-only; keep this tensor on CPU",
 }
 
-DEFAULT_FALLBACK_REASON = ("no Neuron lowering for this op; it runs via CPU fallback "
-                           "(inputs and outputs move through host memory)")
+DEFAULT_FALLBACK_REASON = "no Neuron lowering for this op; it runs via CPU fallback"
 
 
 def _build() -> dict[str, tuple[str, str]]:
