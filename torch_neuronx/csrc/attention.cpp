@@ -17,6 +17,9 @@ Tensor cpu_standin(const Tensor& t) {
   auto out = at::detail::make_tensor<c10::TensorImpl>(
       std::move(st), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
   out.unsafeGetTensorImpl()->set_sizes_and_strides(t.sizes(), t.strides(), 0);
+  // The choice depends on requires_grad (e.g. a mask that needs a gradient rules out the
+  // fused kernel), so the stand-in carries it too.
+  if (t.requires_grad()) out.set_requires_grad(true);
   return out;
 }
 
