@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <array>
 #include <atomic>
 #include <mutex>
 #include <set>
@@ -82,6 +83,14 @@ struct DeviceAllocator {
   int64_t num_alloc_retries = 0, num_ooms = 0, num_device_alloc = 0, num_device_free = 0;
 
   std::set<Block*, BlockLess>& pool(bool small) { return small ? free_small : free_large; }
+
+  // Every statistic with its torch.cuda name, in memory_stats() order.
+  std::array<std::pair<const char*, StatArray*>, 9> stats() {
+    return {{{"allocated_bytes", &allocated_bytes}, {"reserved_bytes", &reserved_bytes},
+             {"active_bytes", &active_bytes}, {"requested_bytes", &requested_bytes},
+             {"allocation", &allocation}, {"segment", &segment}, {"active", &active},
+             {"inactive_split", &inactive_split}, {"inactive_split_bytes", &inactive_split_bytes}}};
+  }
 
   bool release_cached_segments() {
     bool released = false;
@@ -385,15 +394,7 @@ std::map<std::string, int64_t> memory_stats(int device) {
       out[base + "freed"] = arr.s[i].freed;
     }
   };
-  put("allocated_bytes", a.allocated_bytes);
-  put("reserved_bytes", a.reserved_bytes);
-  put("active_bytes", a.active_bytes);
-  put("requested_bytes", a.requested_bytes);
-  put("allocation", a.allocation);
-  put("segment", a.segment);
-  put("active", a.active);
-  put("inactive_split", a.inactive_split);
-  put("inactive_split_bytes", a.inactive_split_bytes);
+  for (auto [name, arr] : a.stats()) put(name, *arr);
   out["num_alloc_retries"] = a.num_alloc_retries;
   out["num_ooms"] = a.num_ooms;
   out["num_device_alloc"] = a.num_device_alloc;
@@ -406,18 +407,14 @@ std::map<std::string, int64_t> memory_stats(int device) {
 void reset_peak_stats(int device) {
   auto& a = get(device);
   std::lock_guard<std::mutex> g(a.mu);
-  for (auto* arr : {&a.allocated_bytes, &a.reserved_bytes, &a.active_bytes, &a.requested_bytes,
-                    &a.allocation, &a.segment, &a.active, &a.inactive_split,
-                    &a.inactive_split_bytes})
+  for (auto [name, arr] : a.stats())
     for (auto& s : arr->s) s.reset_peak();
 }
 
 void reset_accumulated_stats(int device) {
   auto& a = get(device);
   std::lock_guard<std::mutex> g(a.mu);
-  for (auto* arr : {&a.allocated_bytes, &a.reserved_bytes, &a.active_bytes, &a.requested_bytes,
-                    &a.allocation, &a.segment, &a.active, &a.inactive_split,
-                    &a.inactive_split_bytes})
+  for (auto [name, arr] : a.stats())
     for (auto& s : arr->s) s.reset_accumulated();
   a.num_alloc_retries = a.num_ooms = a.num_device_alloc = a.num_device_free = 0;
 }

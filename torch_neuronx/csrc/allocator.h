@@ -33,6 +33,17 @@ void empty_cache(int device);  // -1: all devices
 int set_alloc_route(int device);
 int alloc_route();
 
+// Routes this thread's CPU allocations to `device` for the guard's lifetime (-1: off).
+struct AllocRouteGuard {
+  explicit AllocRouteGuard(int device) : prev_(set_alloc_route(device)) {}
+  ~AllocRouteGuard() { set_alloc_route(prev_); }
+  AllocRouteGuard(const AllocRouteGuard&) = delete;
+  AllocRouteGuard& operator=(const AllocRouteGuard&) = delete;
+
+ private:
+  int prev_;
+};
+
 // Installs the routing CPU allocator (once, at load).
 void install_routing_cpu_allocator();
 c10::Allocator* routing_cpu_allocator();

@@ -142,6 +142,29 @@ void warn_fallback(OpEntry& e) {
 
 std::atomic<bool> g_warned_f64{false};
 
+// For random CPU kernels that draw from the default CPU generator internally (e.g. dropout):
+// lends it the neuron device's generator state for the guard's lifetime, then takes the
+// advanced state back and restores the CPU generator.
+struct LentCpuGenerator {
+  explicit LentCpuGenerator(int device)
+      : cpu_(at::detail::getDefaultCPUGenerator().get<at::CPUGeneratorImpl>()),
+        dev_(host_generator_for(std::nullopt, device).get<at::CPUGeneratorImpl>()) {
+    std::lock_guard<std::mutex> l(cpu_->mutex_);
+    saved_ = cpu_->engine();
+    cpu_->set_engine(dev_->engine());
+  }
+  ~LentCpuGenerator() {
+    std::lock_guard<std::mutex> l(cpu_->mutex_);
+    dev_->set_engine(cpu_->engine());
+    cpu_->set_engine(saved_);
+  }
+
+ private:
+  at::CPUGeneratorImpl* cpu_;
+  at::CPUGeneratorImpl* dev_;
+  at::mt19937 saved_;
+};
+
 void run_on_core(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   OpEntry& e = op_entry(op);
   if (C10_UNLIKELY(e.status == OpStatus::Unsupported)) {
@@ -204,36 +227,11 @@ void run_on_core(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     if (g.isGenerator()) gen = g.toGenerator();
     g = host_generator_for(gen, st.device);
   }
-  std::optional<at::mt19937> saved_engine;
-  if (C10_UNLIKELY(e.random) && e.generator_arg < 0) {
-    // The CPU kernel draws from the default CPU generator internally (e.g. dropout):
-    // lend it the neuron device's generator state for the duration of the call.
-    auto* cpu = at::detail::getDefaultCPUGenerator().get<at::CPUGeneratorImpl>();
-    auto* dev = host_generator_for(std::nullopt, st.device).get<at::CPUGeneratorImpl>();
-    std::lock_guard<std::mutex> l1(cpu->mutex_);
-    saved_engine = cpu->engine();
-    cpu->set_engine(dev->engine());
-  }
-
-  const int prev_route = set_alloc_route(st.device);
-  try {
+  {
+    std::optional<LentCpuGenerator> lent;
+    if (C10_UNLIKELY(e.random) && e.generator_arg < 0) lent.emplace(st.device);
+    AllocRouteGuard routed(st.device);
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
-  } catch (...) {
-    set_alloc_route(prev_route);
-    if (saved_engine) {
-      auto* cpu = at::detail::getDefaultCPUGenerator().get<at::CPUGeneratorImpl>();
-      std::lock_guard<std::mutex> l1(cpu->mutex_);
-      cpu->set_engine(*saved_engine);
-    }
-    throw;
-  }
-  set_alloc_route(prev_route);
-  if (saved_engine) {
-    auto* cpu = at::detail::getDefaultCPUGenerator().get<at::CPUGeneratorImpl>();
-    auto* dev = host_generator_for(std::nullopt, st.device).get<at::CPUGeneratorImpl>();
-    std::lock_guard<std::mutex> l1(cpu->mutex_);
-    dev->set_engine(cpu->engine());
-    cpu->set_engine(*saved_engine);
   }
 
   // Write-back for mutated arguments: float32 stand-ins, and geometry/storage changes made by

@@ -105,14 +105,8 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   at::Tensor d = host_alias(dst);
   at::Tensor s = host_alias(self);
   int route = dst.device().type() == kNeuron ? dst.device().index() : -1;
-  int prev = set_alloc_route(route);
-  try {
-    at::native::copy_(d, s, non_blocking);
-  } catch (...) {
-    set_alloc_route(prev);
-    throw;
-  }
-  set_alloc_route(prev);
+  AllocRouteGuard routed(route);
+  at::native::copy_(d, s, non_blocking);
   return dst;
 }
 

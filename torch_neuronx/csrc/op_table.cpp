@@ -67,6 +67,15 @@ const std::unordered_set<std::string> kDataMovement = {
 
 std::string base_name(const c10::OperatorName& n) { return n.name; }
 
+// The policy of `e` (caller holds g_mu): an entry for the overload wins over one for the
+// op; ops the table does not name are native.
+void apply_policy(OpEntry& e) {
+  auto p = e.overload.empty() ? g_policy.end() : g_policy.find(e.name + "." + e.overload);
+  if (p == g_policy.end()) p = g_policy.find(e.name);
+  e.status = p == g_policy.end() ? OpStatus::Native : p->second.first;
+  e.reason = p == g_policy.end() ? "" : p->second.second;
+}
+
 }  // namespace
 
 OpEntry& op_entry_slow(const c10::OperatorHandle& op);
@@ -94,14 +103,8 @@ OpEntry& op_entry_slow(const c10::OperatorHandle& op) {
   auto e = std::make_unique<OpEntry>();
   const auto& schema = op.schema();
   e->name = base_name(schema.operator_name());
-  std::string full = e->name;
-  if (!schema.overload_name().empty()) full += "." + schema.overload_name();
-  auto p = g_policy.find(full);
-  if (p == g_policy.end()) p = g_policy.find(e->name);
-  if (p != g_policy.end()) {
-    e->status = p->second.first;
-    e->reason = p->second.second;
-  }
+  e->overload = schema.overload_name();
+  apply_policy(*e);
   e->random = op.hasTag(at::Tag::nondeterministic_seeded);
   const auto& args = schema.arguments();
   for (size_t i = 0; i < args.size(); ++i) {
@@ -122,12 +125,7 @@ void set_op_policy(const std::vector<std::tuple<std::string, int, std::string>>&
   g_policy.clear();
   for (auto& [name, status, reason] : table)
     g_policy[name] = {static_cast<OpStatus>(status), reason};
-  for (auto& [k, e] : g_entries) {
-    std::string full = e->name;
-    auto p = g_policy.find(e->name);
-    e->status = p == g_policy.end() ? OpStatus::Native : p->second.first;
-    e->reason = p == g_policy.end() ? "" : p->second.second;
-  }
+  for (auto& [k, e] : g_entries) apply_policy(*e);
 }
 
 void set_strict(bool s) { g_strict.store(s); }

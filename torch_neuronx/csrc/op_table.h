@@ -17,6 +17,7 @@ enum class OpStatus : uint8_t { Native = 0, Fallback = 1, Unsupported = 2 };
 
 struct OpEntry {
   std::string name;      // "aten::linalg_qr" (no overload), the name users see
+  std::string overload;  // "Tensor" for aten::add.Tensor; policy entries may name it
   OpStatus status = OpStatus::Native;
   std::string reason;
   bool random = false;        // tagged nondeterministic_seeded
