@@ -12,6 +12,7 @@
 
 namespace torch_neuronx {
 void run_whole_on_core(const std::vector<std::string>& names);
+void register_c10d_kernels();
 }
 namespace tn = torch_neuronx;
 
@@ -43,6 +44,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
 
   m.def("_run_whole_on_core", &tn::run_whole_on_core);
+  m.def("_register_c10d_kernels", &tn::register_c10d_kernels,
+        "neuron kernels of allreduce_/_allgather_base_/_reduce_scatter_base_/broadcast_");
   m.def("_set_op_policy", &tn::set_op_policy);
   m.def("_set_strict", &tn::set_strict);
   m.def("_strict", &tn::strict);

@@ -94,6 +94,31 @@ def s_reduce_scatter_tensor_premul(dev, group, a):
     return [out, inp]  # the input must be left untouched
 
 
+def s_premul_tensor_factor(kind):
+    """PREMUL_SUM whose factor is a 0-d device tensor (what FSDP2 builds), for all_reduce
+    and reduce_scatter_tensor; the CPU reference is SUM over inputs scaled on the host."""
+    def f(dev, group, a):
+        inp = data(3 * W).to(dev)
+        factor = torch.tensor(0.125, device=dev)
+        if kind == "all_reduce":
+            if dev.type == "cpu":
+                inp.mul_(0.125)
+                w = dist.all_reduce(inp, group=group, async_op=a)
+            else:
+                w = dist.all_reduce(inp, dist._make_nccl_premul_sum(factor), group=group, async_op=a)
+            wait(w, a)
+            return [inp]
+        out = torch.empty(3, device=dev)
+        if dev.type == "cpu":
+            w = dist.reduce_scatter_tensor(out, inp * 0.125, group=group, async_op=a)
+        else:
+            w = dist.reduce_scatter_tensor(out, inp, op=dist._make_nccl_premul_sum(factor),
+                                           group=group, async_op=a)
+        wait(w, a)
+        return [out, inp, factor]
+    return f
+
+
 def s_broadcast(dev, group, a):
     t = data(7, torch.float64).to(dev)
     wait(dist.broadcast(t, src=W - 1, group=group, async_op=a), a)
@@ -227,6 +252,8 @@ SCENARIOS = {
     "reduce_scatter": s_reduce_scatter,
     "reduce_scatter_tensor": s_reduce_scatter_tensor,
     "reduce_scatter_tensor_premul_sum": s_reduce_scatter_tensor_premul,
+    "all_reduce_premul_sum_tensor_factor": s_premul_tensor_factor("all_reduce"),
+    "reduce_scatter_tensor_premul_sum_tensor_factor": s_premul_tensor_factor("reduce_scatter"),
     "broadcast": s_broadcast,
     "reduce": s_reduce,
     "gather": s_gather,
@@ -253,9 +280,38 @@ def compare(fn, group, ref_group, a):
     return len(got)
 
 
+# NX_ONLY=name,name: run only these scenarios (a second launch checks the Python kernels
+# of the hot ops with TORCH_NEURONX_DIST_FAST_PATH=0 without repeating everything)
+ONLY = [n for n in os.environ.get("NX_ONLY", "").split(",") if n]
+
+
+def check_hot_op_kernels():
+    """The hot ops are served by the driver's C++ kernels unless TORCH_NEURONX_DIST_FAST_PATH=0
+    asks for the Python ones (read from the dispatcher's own registration table)."""
+    python_only = os.environ.get("TORCH_NEURONX_DIST_FAST_PATH", "1") == "0"
+    where = {}
+    for op in ("allreduce_", "_allgather_base_", "_reduce_scatter_base_", "broadcast_"):
+        line = next(l for l in torch._C._dispatch_dump(f"c10d::{op}").splitlines()
+                    if l.startswith("PrivateUse1:"))
+        where[op] = line.split(" :: ")[0]
+        want = "distributed/backend.py" if python_only else "csrc/collectives.cpp"
+        assert want in line, f"c10d::{op} PrivateUse1 kernel: {line}"
+    return where
+
+
+record("hot_op_kernels", check_hot_op_kernels)
+
 for name, fn in SCENARIOS.items():
+    if ONLY and name not in ONLY:
+        continue
     for a in (False, True):
         record(f"{name}[{'async' if a else 'sync'}]", compare, fn, None, REF, a)
+
+if ONLY:  # a focused launch: results so far, then stop
+    write_results({"backend": dist.get_backend()})
+    dist.barrier()
+    dist.destroy_process_group()
+    sys.exit(0)
 
 # ---- subgroups: new_group (incl. single-rank groups) and split_group
 sub_all = dist.new_group(ranks=list(range(W)))
