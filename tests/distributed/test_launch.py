@@ -49,3 +49,5 @@ def test_torchrun_two_nodes_loopback(tmp_path):
     assert sorted(b["local_rank"] for b in binding) == [0, 0, 1, 1]
     assert all(b["device"] == f"neuron:{b['local_rank']}" for b in binding)
     assert all(r["world_size"] == 4 for r in results)
+    for r in results:  # split_group of a cpu:gloo,neuron:neuron group across two nodes
+        assert r["split_group"]["ok"], r["split_group"].get("error")

@@ -139,7 +139,10 @@ def _create_neuron_backend(dist_opts, backend_options=None):
     backend = ProcessGroupGloo(
         dist_opts.store, dist_opts.group_rank, dist_opts.group_size, timeout=timeout
     )
-    backend.options.global_ranks_in_group = ranks
+    # The default group passes no ranks; gloo then assumes 0..size-1 only for the first
+    # gloo instance of the process, and ``split`` indexes this list (an empty list crashes
+    # it when another gloo backend came first, as in "cpu:gloo,neuron:neuron").
+    backend.options.global_ranks_in_group = ranks or list(range(dist_opts.group_size))
     backend.options.group_name = dist_opts.group_id
     try:
         backend._set_sequence_number_for_group()
@@ -395,17 +398,58 @@ def _install_gloo_options_deepcopy():
 _SPLIT_DEFAULT_DEVICE_ERR = "must include the parent process group's default backend device type"
 
 
+def _ensure_default_backend(pg) -> None:
+    """torch never sets a default backend on a ``"cpu:gloo,neuron:neuron"`` group (it looks
+    the plugin up as "NEURON" among the lowercase names of the backend string), and
+    splitting a group without one crashes inside torch. The neuron backend is the group's
+    device backend, so it becomes the default (as NCCL would be for ``cpu:gloo,cuda:nccl``)."""
+    if pg._get_backend_name() == "undefined":
+        pg._set_default_backend(dist.ProcessGroup.BackendType.CUSTOM)
+
+
+def _split_mixed(self, orig, types, ranks, *args, **kwargs):
+    """Split a group whose CPU tensors go to a backend other than the neuron one (e.g.
+    ``"cpu:gloo,neuron:neuron"``): split the neuron backend alone (torch would split both
+    gloo backends on one store prefix, whose rendezvous collide), then give the child a
+    fresh gloo backend for CPU tensors under its own prefix of the child's store."""
+    from torch.distributed import ProcessGroupGloo
+
+    others = [t for t in types if t != NEURON]
+    for t in others:
+        if not isinstance(self._get_backend(torch.device(t)), ProcessGroupGloo):
+            raise RuntimeError(
+                f"split_group: the {t!r} backend of this group is not gloo; only neuron groups "
+                "whose other devices use gloo can be split. Use dist.new_group(ranks) instead.")
+    new = orig(self, ranks, *args, device_types=[torch.device(NEURON)], **kwargs)
+    if new is None:
+        return None
+    neuron_child = new._get_backend(torch.device(NEURON))
+    name, desc = new.group_name, new.group_desc
+    timeout = kwargs.get("timeout") or neuron_child.options._timeout
+    for t in others:
+        child = ProcessGroupGloo(dist.PrefixStore(f"{t}/", new.get_group_store()),
+                                 new.rank(), new.size(), timeout=timeout)
+        child.options.global_ranks_in_group = list(neuron_child.options.global_ranks_in_group)
+        child.options.group_name = name
+        child._set_sequence_number_for_group()
+        new._register_backend(torch.device(t), dist.ProcessGroup.BackendType.GLOO, child)
+    # the group reports its first backend's name/description: give the new ones the same
+    new._set_group_name(name)
+    new._set_group_desc(desc)
+    return new
+
+
 def _install_split_group_once():
     """Make ``dist.split_group`` work on groups carrying the neuron backend.
 
     torch 2.13's ``ProcessGroup::splitGroup`` splits per *device type*:
     * ``backend="neuron"``: one gloo backend serves ``cpu`` and ``neuron``; it gets split
-      twice on the same store prefix and the two rendezvous race (hang);
-    * ``"cpu:gloo,neuron:neuron"``: the group never gets a default backend (torch compares
-      the plugin key "NEURON" with "neuron") and splitting it crashes the process inside
-      torch (SIGSEGV in the store clone), so we raise a clear error instead.
-    For the first case we split the shared backend once (device-type filter) and register
-    the child for the group's other device type too, so CPU tensors keep working on it.
+      twice on the same store prefix and the two rendezvous race (hang). We split the
+      shared backend once (device-type filter) and register the child for the group's
+      other device type too, so CPU tensors keep working on it.
+    * ``"cpu:gloo,neuron:neuron"``: the group never gets a default backend (see
+      ``_ensure_default_backend``; splitting it would crash the process in torch), and its
+      two gloo backends would rendezvous on one store prefix: see ``_split_mixed``.
     """
     orig = dist.ProcessGroup.split_group
     if getattr(orig, "_neuron_split_once", False):
@@ -414,16 +458,14 @@ def _install_split_group_once():
 
     def split_group(self, ranks, *args, device_types=None, **kwargs):
         types = [d.type for d in self._device_types]
-        if device_types is not None or NEURON not in types or len(types) == 1:
+        if NEURON not in types:
+            return orig(self, ranks, *args, device_types=device_types, **kwargs)
+        _ensure_default_backend(self)
+        if device_types is not None or len(types) == 1:
             return orig(self, ranks, *args, device_types=device_types, **kwargs)
         held = [self._get_backend(torch.device(t)) for t in types]  # alive: ids are stable
         if len({id(b) for b in held}) != 1:
-            raise RuntimeError(
-                "split_group is not supported on a process group that mixes the neuron backend "
-                f"with other backends ({sorted(types)}; e.g. 'cpu:gloo,neuron:neuron'): torch "
-                "2.13 cannot split such groups. Use init_process_group(backend='neuron') (one "
-                "backend for CPU and neuron tensors), or dist.new_group(ranks) instead."
-            )
+            return _split_mixed(self, orig, types, ranks, *args, **kwargs)
         others = [t for t in types if t != NEURON]
         for first in [NEURON] + others:
             try:

@@ -18,10 +18,10 @@ LOCAL = int(os.environ["LOCAL_RANK"])
 
 record("registered_at_autoload", lambda: "neuron" in dist.Backend.backend_list)
 # device_id binds (and eagerly connects) the default group to this rank's core; it makes
-# DeviceMesh/split_group split groups, which torch 2.13 cannot do for a group that mixes
-# backends (cpu:gloo,neuron:neuron), so that string is launched without it.
+# DeviceMesh and split_group split groups (torch 2.13 alone crashes splitting a
+# cpu:gloo,neuron:neuron group; the backend mends that, see distributed/backend.py).
 dist.init_process_group(BACKEND, timeout=datetime.timedelta(seconds=60),
-                        device_id=torch.device("neuron", LOCAL) if BACKEND == "neuron" else None)
+                        device_id=torch.device("neuron", LOCAL))
 R, W = dist.get_rank(), dist.get_world_size()
 
 
@@ -72,8 +72,7 @@ def split():
     return mine
 
 
-if BACKEND == "neuron":
-    record("split_group", split)
+record("split_group", split)
 dist.barrier()
 write_results({"backend": dist.get_backend(), "world_size": W})
 dist.destroy_process_group()
