@@ -22,6 +22,7 @@ Usage::
     python benchmarks/bench_compile.py                 # prints a table (a few minutes)
     python benchmarks/bench_compile.py --json out.json
     python benchmarks/bench_compile.py --skip-compile-time   # steady state only
+    python benchmarks/bench_compile.py --skip-steady-state   # compile times only
 """
 from __future__ import annotations
 
@@ -68,6 +69,8 @@ print("RESULT" + json.dumps({
     "aot_autograd_s": sum(r["aot_autograd_s"] for r in recs),
     "lowering_s": sum(r["lowering_s"] for r in recs),
     "codegen_s": sum(r["codegen_s"] for r in recs),
+    "aot_cache": [r.get("aot_cache") for r in recs],
+    "total_backend_s": sum(r["total_s"] for r in recs),
 }))
 """
 
@@ -167,6 +170,7 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=10, help="steps per variant per round")
     ap.add_argument("--threads", type=int, default=1, help="intra-op threads (0: default)")
     ap.add_argument("--skip-compile-time", action="store_true")
+    ap.add_argument("--skip-steady-state", action="store_true", help="compile times only")
     ap.add_argument("--json", help="write results to this path")
     args = ap.parse_args()
 
@@ -182,7 +186,8 @@ def main() -> None:
     }
     if not args.skip_compile_time:
         out["compile_time"] = compile_times(args.threads)
-    out["steady_state"] = steady_state(args.rounds, args.iters, args.threads)
+    if not args.skip_steady_state:
+        out["steady_state"] = steady_state(args.rounds, args.iters, args.threads)
     out["meta"]["wall_s"] = time.time() - t_start
 
     print("\ntorch.compile(backend='neuron') -- TinyGPT (default config), batch 4")
@@ -195,7 +200,13 @@ def main() -> None:
             c, w = ct["cold"][k], ct["warm"][k]
             print(f"    backend {k:<28} {c:8.2f} {w:8.2f}   {w / max(c, 1e-9):6.1%}")
         print(f"  cache status: cold {ct['cold']['cache']}  warm {ct['warm']['cache']}")
-    ss = out["steady_state"]
+        print(f"  AOT cache:    cold {ct['cold']['aot_cache']}  warm {ct['warm']['aot_cache']}")
+    ss = out.get("steady_state")
+    if ss is None:
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(out, f, indent=2)
+        return
     print("\nsteady-state training step (median ms)")
     for name, v in ss["median_step_s"].items():
         print(f"  {name:<18} {v * 1e3:9.3f}")

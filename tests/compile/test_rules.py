@@ -170,3 +170,24 @@ def test_disable_cpu_autocopy_names_the_input(device, monkeypatch):
 
     with pytest.raises(Exception, match=r"input 1 \(.*x.*\) is a CPU tensor"):
         torch.compile(f, backend="neuron")(2.5, torch.randn(2, 3))
+
+
+def test_a_shape_seen_again_after_the_switch_to_symbolic_counts_once(device, monkeypatch):
+    """Shapes 2, 3, 5, then 2 and 3 again: 2 was compiled as a static Dynamo graph before
+    Dynamo switched to its symbolic graph, so it comes back through the symbolic graph (a
+    different Dynamo graph) and is compiled once more -- but it is the same input shape of
+    the same function, so the count and the bucketing warning do not change."""
+    monkeypatch.setenv("TORCH_NEURONX_DYNAMO_SHAPE_WARNING_THRESHOLD", "4")
+    f = torch.compile(_double, backend="neuron")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in (2, 3, 5, 2, 3, 2):
+            x = torch.arange(float(n), device=device)
+            torch.testing.assert_close(f(x).cpu(), torch.arange(float(n)) * 2 + 1)
+    assert list(get_graph_counts().values()) == [3]
+    by_shape = {}
+    for r in get_dynamo_metrics():
+        shape = [s for s in r["input_shapes"] if isinstance(s, tuple)][0]
+        by_shape.setdefault(shape, set()).add(r["graph_index"])
+    assert by_shape == {(2,): {1}, (3,): {2}, (5,): {3}}
+    assert not [w for w in caught if "pad or bucket" in str(w.message).lower()]

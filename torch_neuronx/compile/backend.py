@@ -7,7 +7,9 @@ Pipeline, per Dynamo graph (see docs/compile.md)::
          separate forward and backward graphs; the backward is compiled eagerly)
       -> legality pass (every ATen op must be native under the eager op policy)
       -> lowering: device rewrite neuron -> host (the emulated core's memory *is* host RAM)
-      -> Inductor CPU code generation (persistent cache under TORCH_NEURONX_NEFF_CACHE_DIR)
+      -> Inductor CPU code generation (persistent cache under TORCH_NEURONX_NEFF_CACHE_DIR;
+         a warm process gets the whole partitioned result from PyTorch's AOTAutogradCache
+         and skips every step above but Dynamo's)
       -> executable: neuron inputs are viewed as host tensors (``host_alias``, no copy), the
          kernels run inside ``device_allocations`` so every buffer they allocate is device
          memory, and outputs are ``adopt``-ed back as neuron tensors (no copy).
@@ -30,8 +32,9 @@ import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensor
 
-from . import _device, artifacts, cache, config, legality, metrics
+from . import _device, aot_cache, artifacts, cache, config, legality, metrics
 from .decompositions import neuron_decompositions
+from .executable import _DeviceExecutable, _loading
 from .legality import NeuronCompileError
 
 log = logging.getLogger("torch_neuronx.compile")
@@ -103,6 +106,31 @@ def _shape_of(x):
     if isinstance(x, torch.Tensor):
         return tuple(int(s) for s in x.shape)
     return x
+
+
+def _input_sources(gm: torch.fx.GraphModule) -> List[Optional[str]]:
+    """Dynamo's source name (``L['x']``, a parameter, ...) of each graph input. Read while
+    Dynamo is calling the backend: it drops the placeholders' ``grapharg`` afterwards."""
+    names = []
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            src = getattr(n.meta.get("grapharg"), "source", None)
+            names.append(src.name if src is not None else None)
+    return names
+
+
+def _shape_signature(sources: List[Optional[str]], example_inputs) -> tuple:
+    """The input shapes of one static graph, named by Dynamo's input sources rather than by
+    position: a symbolic graph has extra size inputs and may order its placeholders
+    differently than the static graph compiled for the same shapes, and both must count as
+    one shape of the function."""
+    sig = []
+    for i, x in enumerate(example_inputs):
+        if not isinstance(x, torch.Tensor):
+            continue
+        source = sources[i] if i < len(sources) else None
+        sig.append((source or f"#{i}", tuple(int(s) for s in x.shape), str(x.dtype)))
+    return tuple(sorted(sig))
 
 
 # --------------------------------------------------------------------------- options
@@ -179,7 +207,9 @@ def _compile_dynamo_graph(gm, example_inputs, *, opts: _Options, function: str):
         # symbolic graph; Neuron shapes are static, so specialise per concrete shape.
         spec = _ShapeSpecializingFunction(gm, example_inputs, opts, function, placement)
         return torch._dynamo.disable(placement.wrap(spec), reason="neuron compiled graph")
-    return _compile_static(gm, placement.device_inputs(example_inputs), opts, function, placement)
+    return _compile_static(
+        gm, placement.device_inputs(example_inputs), opts, function, placement, _input_sources(gm)
+    )
 
 
 # --------------------------------------------------------------------------- CPU autocopy
@@ -274,18 +304,21 @@ class _InputPlacement:
 class _GraphCompile:
     """State for compiling one Dynamo graph with static shapes."""
 
-    def __init__(self, gm, example_inputs, opts: _Options, function: str, device):
+    def __init__(self, gm, example_inputs, opts: _Options, function: str, device, sources):
         self.gm = gm
         self.example_inputs = example_inputs
         self.opts = opts
         self.function = function
         self.device = device
-        self.graph_index = metrics._next_graph_index(function)
+        self.graph_index, self.new_shape = metrics._next_graph_index(
+            function, _shape_signature(sources, example_inputs)
+        )
         self.name = f"{opts.model_name}_{_next_graph_number()}"
         self.dir = artifacts.graph_dir(self.name)
         self.lowering_s = 0.0
         self.codegen_s = 0.0
         self.cache_results: List[str] = []
+        self.session: Optional[cache.GraphSession] = None
         self.fw_nodes: Optional[int] = None
         self.bw_nodes: Optional[int] = None
         self.num_dynamo_outputs = len(
@@ -349,6 +382,8 @@ class _GraphCompile:
             )
         self.codegen_s += time.perf_counter() - t1
         self.cache_results.append(status)
+        if self.session is not None:
+            self.session.compiled.append(compiled)
         source = getattr(compiled, "source_code", None)
         if source:
             artifacts.dump_text(self.dir, f"{kind}_code.py", source)
@@ -363,7 +398,20 @@ class _GraphCompile:
             num_forward = getattr(meta, "num_forward", None)
             if isinstance(num_forward, int):
                 device_outputs = tuple(i for i in device_outputs if i < num_forward)
-        return _DeviceExecutable(compiled, self.device, lowered.device_inputs, device_outputs)
+        return _DeviceExecutable(
+            compiled, self.device, lowered.device_inputs, device_outputs, kind, n_nodes
+        )
+
+    def loaded_from_cache(self, exe: _DeviceExecutable, seconds: float) -> None:
+        """An executable came back from the AOT-level cache (no tracing, no codegen)."""
+        if exe.kind == "backward":
+            self.bw_nodes = exe.n_nodes
+        else:
+            self.fw_nodes = exe.n_nodes
+        self.codegen_s += seconds
+        self.cache_results.append("hit")
+        if exe.source_code:
+            artifacts.dump_text(self.dir, f"{exe.kind}_code.py", exe.source_code)
 
     def _inductor_kwargs(self, aten_gm, example_inputs, kind) -> Dict[str, Any]:
         from torch._inductor import config as inductor_config
@@ -400,12 +448,14 @@ class _GraphCompile:
         return "hit" if all(s == "hit" for s in self.cache_results) else "miss"
 
 
-def _compile_static(gm, example_inputs, opts: _Options, function: str, placement: _InputPlacement):
+def _compile_static(
+    gm, example_inputs, opts: _Options, function: str, placement: _InputPlacement, sources
+):
     from torch._functorch import config as functorch_config
     from torch._functorch.aot_autograd import aot_module_simplified
 
     t0 = time.perf_counter()
-    state = _GraphCompile(gm, example_inputs, opts, function, placement.device)
+    state = _GraphCompile(gm, example_inputs, opts, function, placement.device, sources)
     artifacts.dump_graph(state.dir, "dynamo_graph.txt", gm)
     fake_mode = torch._guards.detect_fake_mode(example_inputs)
     tracing = contextlib.nullcontext()
@@ -413,14 +463,29 @@ def _compile_static(gm, example_inputs, opts: _Options, function: str, placement
         tracing = torch._guards.tracing(torch._guards.TracingContext(fake_mode))
     runner: Callable
     status: str
+    store = cache.PersistentCache.current()
+    compilers = [state.forward_compiler, state.backward_compiler, state.inference_compiler]
+    aot_tag = None
+    if store.enabled and not config.preserve_artifacts():
+        # (preserved artifacts need the traced graphs, so that debug mode always traces)
+        aot_tag = aot_cache.key_tag(opts.cache_tag())
+    if aot_tag:
+        compilers = [aot_cache.serializable(c) for c in compilers]
+    key = store.graph_key(
+        gm, example_inputs, "dynamo", {"grad": torch.is_grad_enabled()}, aot_tag or ""
+    )
+    _loading.state = state
     try:
-        with tracing, functorch_config.patch(force_non_lazy_backward_lowering=True):
+        with store.graph_session(key, aot_tag) as session, tracing, functorch_config.patch(
+            force_non_lazy_backward_lowering=True
+        ):
+            state.session = session
             compiled = aot_module_simplified(
                 gm,
                 example_inputs,
-                fw_compiler=state.forward_compiler,
-                bw_compiler=state.backward_compiler,
-                inference_compiler=state.inference_compiler,
+                fw_compiler=compilers[0],
+                bw_compiler=compilers[1],
+                inference_compiler=compilers[2],
                 partition_fn=state.partition,
                 decompositions=neuron_decompositions(),
                 keep_inference_input_mutations=True,
@@ -437,6 +502,8 @@ def _compile_static(gm, example_inputs, opts: _Options, function: str, placement
         )
         runner = gm.forward
         status = "fallback"
+    finally:
+        _loading.state = None
     total = time.perf_counter() - t0
     record = {
         "name": state.name,
@@ -448,6 +515,7 @@ def _compile_static(gm, example_inputs, opts: _Options, function: str, placement
         "bw_node_count": state.bw_nodes,
         "input_shapes": [_shape_of(x) for x in example_inputs],
         "cache": status,
+        "aot_cache": state.session.aot if state.session is not None else "disabled",
         "aot_autograd_s": max(0.0, total - state.lowering_s - state.codegen_s),
         "lowering_s": state.lowering_s,
         "codegen_s": state.codegen_s,
@@ -456,7 +524,7 @@ def _compile_static(gm, example_inputs, opts: _Options, function: str, placement
     }
     metrics._add_record(record)
     artifacts.dump_json(state.dir, "metrics.json", record)
-    if state.graph_index == config.shape_warning_threshold():
+    if state.new_shape and state.graph_index == config.shape_warning_threshold():
         msg = (
             f"neuron backend: {function} has now compiled {state.graph_index} graphs "
             "(one per distinct input shape; shapes are static on Neuron). Pad or bucket "
@@ -482,6 +550,7 @@ class _ShapeSpecializingFunction:
         self.requires_grad = [
             isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs
         ]
+        self.sources = _input_sources(gm)
         self.compiled: Dict[Any, Callable] = {}
         self.lock = threading.Lock()
 
@@ -521,7 +590,12 @@ class _ShapeSpecializingFunction:
             inner_placement.device = placement.device
             inner_placement.cpu_positions = []
             return _compile_static(
-                gm, placement.device_inputs(fakes), self.opts, self.function, inner_placement
+                gm,
+                placement.device_inputs(fakes),
+                self.opts,
+                self.function,
+                inner_placement,
+                self.sources,
             )
 
     def __call__(self, *args):
@@ -617,56 +691,3 @@ def _lower_to_host(gm: torch.fx.GraphModule, example_inputs) -> _Lowered:
                 host_inputs.append(x)
     FakeTensorProp(gm, mode=fake_mode).propagate_dont_convert_inputs(*host_inputs)
     return _Lowered(gm, host_inputs, fake_mode, device_inputs, device_outputs)
-
-
-class _DeviceExecutable:
-    """Boxed callable: runs Inductor's host code directly on the memory of neuron tensors.
-
-    Inputs that are neuron tensors are replaced by their host aliases (same bytes, no
-    copy); the kernels run with this thread's CPU allocations routed to the device's pool,
-    so every buffer they create (outputs, saved activations) already is device memory; the
-    outputs are adopted as neuron tensors without a copy. The per-call path calls the core's
-    bindings directly: a training step crosses this boundary ~100 times."""
-
-    _boxed_call = True
-
-    def __init__(self, compiled, device, device_inputs, device_outputs):
-        self.compiled = compiled
-        self.device = device
-        self.device_inputs = device_inputs
-        self.device_outputs = device_outputs
-        self.passthrough = _device.device_type() is None or not _device.HAVE_CORE
-        if not self.passthrough:
-            from torch_neuronx import _C
-
-            self._alias = _C._host_alias
-            self._adopt = _C._adopt_host_tensor
-            self._route = _C._set_alloc_route
-            index = device.index
-            if index is None:
-                index = _device.default_device().index or 0
-            self._index = index
-
-    def __call__(self, args: List[Any]):
-        if self.passthrough:
-            return self.compiled(args)
-        alias = self._alias
-        for i in self.device_inputs:
-            args[i] = alias(args[i])
-        route = self._route
-        prev = route(self._index)
-        try:
-            outs = self.compiled(args)
-        finally:
-            route(prev)
-        if not isinstance(outs, list):
-            outs = list(outs)
-        adopt, index = self._adopt, self._index
-        for i in self.device_outputs:
-            o = outs[i]
-            if o is not None:
-                outs[i] = adopt(o, index)
-        return outs
-
-    def __getattr__(self, name):  # e.g. AOT asks for attributes of the compiled graph
-        return getattr(self.__dict__["compiled"], name)

@@ -22,8 +22,12 @@ Concurrency: Inductor writes cache files atomically (temporary file + rename) an
 kernels under file locks; manifests are written the same way. Several processes compiling
 the same model therefore never see partial files, and last-writer-wins on identical content.
 
-``TORCH_NEURONX_NEFF_DISABLE_CACHE=1`` disables reading and writing the persistent cache
-(Inductor then compiles in a throw-away directory).
+Above this per-ATen-graph level, ``graph_session`` lets PyTorch's AOTAutogradCache serve a
+whole Dynamo graph (partitioned, compiled forward/backward; see aot_cache.py), with a
+manifest of its own verified the same way.
+
+``TORCH_NEURONX_NEFF_DISABLE_CACHE=1`` disables reading and writing the persistent cache at
+both levels (Inductor then compiles in a throw-away directory).
 """
 from __future__ import annotations
 
@@ -223,11 +227,19 @@ class PersistentCache:
         return sorted(out)
 
     def _record(self, key: str, compiled, new_modules) -> None:
-        rels = self._artifact_files(compiled, new_modules)
+        self._record_files(key, self._artifact_files(compiled, new_modules))
+
+    def _record_files(self, key: str, paths) -> None:
+        root = os.path.realpath(self.inductor_dir)
+        rels = set()
+        for p in paths:
+            real = os.path.realpath(p if os.path.isabs(p) else os.path.join(root, p))
+            if real.startswith(root + os.sep) and os.path.isfile(real):
+                rels.add(os.path.relpath(real, root))
         if not rels:
             return
         files = {}
-        for rel in rels:
+        for rel in sorted(rels):
             path = os.path.join(self.inductor_dir, rel)
             try:
                 files[rel] = [os.path.getsize(path), _sha256_file(path)]
@@ -273,6 +285,68 @@ class PersistentCache:
                 self._record(key, compiled, new_modules)
             return compiled, ("hit" if hit else "miss")
 
+    @contextlib.contextmanager
+    def graph_session(self, key: str, aot_tag):
+        """One backend call (a whole Dynamo graph): selects the cache directory and Inductor
+        settings once, and -- when ``aot_tag`` is given -- lets PyTorch's AOTAutogradCache
+        serve the partitioned, compiled graphs (see aot_cache.py). ``key`` names our manifest
+        of everything the entry needs (AOT entry file, generated modules, kernels), verified
+        before the lookup like the per-graph manifests. Yields a :class:`GraphSession`
+        whose ``aot`` is 'hit', 'miss', 'bypass' or 'disabled' afterwards."""
+        from torch._inductor import config as inductor_config
+
+        from . import aot_cache
+
+        session = GraphSession()
+        if not self.enabled:
+            with inductor_config.patch(force_disable_caches=True), aot_cache.disabled():
+                yield session
+            return
+        isa_config = self._vec_isa_config()
+        aot_ctx = aot_cache.enabled(aot_tag) if aot_tag else aot_cache.disabled()
+        with self._inductor_cache_dir(), aot_ctx, inductor_config.patch(
+            fx_graph_cache=True, **isa_config
+        ):
+            if not aot_tag:
+                yield session
+                return
+            intact = self.verify(key)
+            before_entries = self._aot_entry_files()
+            before_modules = _module_snapshot()
+            hit0, miss0, bypass0 = aot_cache.counters()
+            yield session
+            hit, miss, bypass = aot_cache.counters()
+            if bypass > bypass0:  # counted after a "hit" whose load then failed
+                session.aot = "bypass"
+            elif hit > hit0:
+                session.aot = "hit"
+            else:
+                session.aot = "miss"
+            if session.aot == "bypass" and intact:
+                # the entry verified intact yet could not be used (e.g. a kernel missing
+                # from the manifest): report it, drop it so the next process rebuilds it
+                _report(key, "AOT cache entry failed to load")
+                manifest = self._load_manifest(key)
+                if manifest is not None:
+                    self._purge(key, list(manifest["files"]), manifest=True)
+                return
+            if session.aot == "hit" and intact:
+                return
+            new_entries = self._aot_entry_files() - before_entries
+            # on a hit without a manifest, which entry file was read is unknown: the
+            # manifest then lists the kernels only
+            files = set(new_entries) | (_module_snapshot() - before_modules)
+            for compiled in session.compiled:
+                files.update(self._artifact_files(compiled, ()))
+            self._record_files(key, files)
+
+    def _aot_entry_files(self) -> set:
+        root = os.path.join(self.inductor_dir, "aotautograd")
+        out = set()
+        for dirpath, _, names in os.walk(root):
+            out.update(os.path.join(dirpath, n) for n in names if not n.startswith("."))
+        return out
+
     def _vec_isa_config(self) -> Dict[str, Any]:
         """Inductor probes the CPU's vector ISAs (compiling and loading a test program per
         ISA, in subprocesses) in every process and in every new cache directory: tens of
@@ -300,6 +374,14 @@ class PersistentCache:
                     rels.append(os.path.relpath(real, root))
             e = e.__cause__ or e.__context__
         return rels
+
+
+class GraphSession:
+    """What happened to one Dynamo graph in the persistent cache."""
+
+    def __init__(self):
+        self.aot = "disabled"
+        self.compiled: List[Any] = []  # Inductor outputs compiled (or FX-cache loaded) here
 
 
 _vec_isa_ok = None

@@ -33,6 +33,26 @@ def _load_policy() -> Optional[Callable[[str], Tuple[str, str]]]:
     return policy_for
 
 
+def policy_fingerprint() -> Optional[str]:
+    """A digest of the op policy that decides legality, or None when it cannot be known (a
+    policy function other than the eager table's): cached compiles skip the legality pass,
+    so their cache key must name the policy they were checked against."""
+    policy = _load_policy()
+    if policy is None:
+        return "none"
+    try:
+        from torch_neuronx.eager import op_policy
+    except Exception:  # pragma: no cover - _load_policy just imported it
+        return None
+    if policy is not op_policy.policy_for:
+        return None
+    import hashlib
+
+    table = sorted(op_policy.TABLE.items())
+    text = repr((table, getattr(op_policy, "DEFAULT_FALLBACK_REASON", None)))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def op_name(target) -> Optional[str]:
     """'aten::addmm' for an OpOverload / OpOverloadPacket target, else None."""
     if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):

@@ -7,7 +7,9 @@ static-shape specialisation of it), oldest first:
 ``name``            ``<model_name>_<n>`` (``model_name`` from ``options``, default
                     ``model_default``)
 ``function``        the compiled Python function (``file:line:name``)
-``graph_index``     how many graphs this function had compiled before, plus one
+``graph_index``     the number of distinct input shapes this function had compiled for
+                    when this graph's shape was first seen (a shape compiled again --
+                    see docs/compile.md, "Static shapes" -- keeps its first index)
 ``node_count``      nodes in the Dynamo FX graph
 ``fw_node_count``   nodes in the forward (or inference) ATen graph, ``bw_node_count``
                     in the backward graph (``None`` when there is none)
@@ -26,11 +28,13 @@ from __future__ import annotations
 
 import collections
 import threading
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 _lock = threading.Lock()
 _records: List[Dict[str, Any]] = []
 _graphs_per_function: Dict[str, int] = collections.Counter()
+# function -> {input shape signature: graph_index of its first compile}
+_shapes_per_function: Dict[str, Dict[Any, int]] = collections.defaultdict(dict)
 
 
 def _add_record(record: Dict[str, Any]) -> Dict[str, Any]:
@@ -39,10 +43,15 @@ def _add_record(record: Dict[str, Any]) -> Dict[str, Any]:
     return record
 
 
-def _next_graph_index(function: str) -> int:
+def _next_graph_index(function: str, signature: Any) -> Tuple[int, bool]:
+    """(graph_index, new): each distinct input signature of a function counts once."""
     with _lock:
+        seen = _shapes_per_function[function]
+        if signature in seen:
+            return seen[signature], False
         _graphs_per_function[function] += 1
-        return _graphs_per_function[function]
+        seen[signature] = _graphs_per_function[function]
+        return seen[signature], True
 
 
 def get_dynamo_metrics() -> List[Dict[str, Any]]:
@@ -52,7 +61,8 @@ def get_dynamo_metrics() -> List[Dict[str, Any]]:
 
 
 def get_graph_counts() -> Dict[str, int]:
-    """Number of graphs compiled so far for each compiled function (``file:line:name``)."""
+    """Number of graphs -- distinct input shapes -- compiled so far for each compiled
+    function (``name (file:line) [frame N]``)."""
     with _lock:
         return dict(_graphs_per_function)
 
@@ -62,3 +72,4 @@ def reset_dynamo_metrics() -> None:
     with _lock:
         _records.clear()
         _graphs_per_function.clear()
+        _shapes_per_function.clear()

@@ -1,0 +1,128 @@
+"""The executable of one forward/backward/inference graph: Inductor's host code run directly
+on the memory of neuron tensors.
+
+It is an Inductor ``OutputCode`` so that PyTorch's AOTAutogradCache (bundled mode) can store
+it with the partitioned graphs and AOTAutograd's runtime metadata: the entry pickles this
+object (the inner ``CompiledFxGraph`` in its serialisable form plus our device bookkeeping),
+and a later process gets it back through :meth:`post_compile`, which reloads the generated
+module and its kernels from the Inductor cache directory -- no tracing, partitioning or code
+generation.
+"""
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from typing import Any, List, Optional, Sequence
+
+import torch
+from torch._inductor.output_code import OutputCode
+
+from . import _device
+
+#: the ``_GraphCompile`` of the graph being compiled on this thread (set by the backend);
+#: cache loads report to it (kind, node counts, load time)
+_loading = threading.local()
+
+
+class _DeviceExecutable(OutputCode):
+    """Boxed callable: runs Inductor's host code directly on the memory of neuron tensors.
+
+    Inputs that are neuron tensors are replaced by their host aliases (same bytes, no
+    copy); the kernels run with this thread's CPU allocations routed to the device's pool,
+    so every buffer they create (outputs, saved activations) already is device memory; the
+    outputs are adopted as neuron tensors without a copy. The per-call path calls the core's
+    bindings directly: a training step crosses this boundary ~100 times."""
+
+    def __init__(self, compiled, device, device_inputs, device_outputs, kind: str, n_nodes: int):
+        self.compiled = compiled
+        self.device = device
+        self.device_inputs = tuple(device_inputs)
+        self.device_outputs = tuple(device_outputs)
+        self.kind = kind
+        self.n_nodes = n_nodes
+        # AOTAutogradCache records the compile time of what it stores
+        self._time_taken_ns = getattr(compiled, "_time_taken_ns", None) or 0
+        self._bind()
+
+    def _bind(self) -> None:
+        # an instance attribute: wrappers built with functools.wraps (e.g. the
+        # torch._dynamo.disable that AOTAutograd puts around a cached backward) copy
+        # __dict__, and AOTAutograd calls boxed only what carries _boxed_call
+        self._boxed_call = True
+        self.passthrough = _device.device_type() is None or not _device.HAVE_CORE
+        if not self.passthrough:
+            from torch_neuronx import _C
+
+            self._alias = _C._host_alias
+            self._adopt = _C._adopt_host_tensor
+            self._route = _C._set_alloc_route
+            index = self.device.index
+            if index is None:
+                index = _device.default_device().index or 0
+            self._index = index
+
+    def __call__(self, args: List[Any]):
+        if self.passthrough:
+            return self.compiled(args)
+        alias = self._alias
+        for i in self.device_inputs:
+            args[i] = alias(args[i])
+        route = self._route
+        prev = route(self._index)
+        try:
+            outs = self.compiled(args)
+        finally:
+            route(prev)
+        if not isinstance(outs, list):
+            outs = list(outs)
+        adopt, index = self._adopt, self._index
+        for i in self.device_outputs:
+            o = outs[i]
+            if o is not None:
+                outs[i] = adopt(o, index)
+        return outs
+
+    @property
+    def source_code(self) -> Optional[str]:
+        return getattr(self.compiled, "source_code", None)
+
+    # ---- OutputCode: persistence through AOTAutogradCache
+    def prepare_for_serialization(self) -> None:
+        # called on a shallow copy of the live executable: copy the inner graph as well so
+        # the live one keeps its loaded callable
+        inner = copy.copy(self.compiled)
+        inner.prepare_for_serialization()
+        self.compiled = inner
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        for name in ("_alias", "_adopt", "_route", "_index", "passthrough"):
+            state.pop(name, None)  # process-local bindings of the core
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._bind()
+
+    def post_compile(self, example_inputs: Sequence[Any], constants, graph_kwargs) -> None:
+        """Cache hit: reload the generated module and kernels (Inductor's own hit path)."""
+        from torch._inductor.codecache import FxGraphCache
+
+        t0 = time.perf_counter()
+        graph, _ = FxGraphCache.cache_hit_post_compile(self.compiled, {}, constants)
+        if graph is None:
+            raise RuntimeError("neuron compile cache: generated module could not be reloaded")
+        graph.post_compile(example_inputs, constants, graph_kwargs)
+        self.compiled = graph
+        state = getattr(_loading, "state", None)
+        if state is not None:
+            state.loaded_from_cache(self, time.perf_counter() - t0)
+
+    def set_triton_bundle(self, triton_bundle: Any) -> None:
+        self.compiled.set_triton_bundle(triton_bundle)
+
+    def __getattr__(self, name):  # AOTAutograd reads attributes of the compiled graph
+        if name.startswith("__") or "compiled" not in self.__dict__:
+            raise AttributeError(name)
+        return getattr(self.__dict__["compiled"], name)
