@@ -33,7 +33,7 @@ test-full: setup
 bench: setup
 	$(PY) benchmarks/bench_eager.py
 	$(PY) benchmarks/bench_compile.py
-	$(PY) benchmarks/bench_collectives.py
+	$(PY) benchmarks/bench_collectives.py --runs 3
 
 docs: setup
 	$(VENV)/bin/torch-neuronx ops --format markdown > docs/ops.md
