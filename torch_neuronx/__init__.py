@@ -57,6 +57,10 @@ from torch_neuronx import compile_inputs as _compile_inputs  # noqa: E402
 
 _compile_inputs.install()
 
+from torch_neuronx.eager import autograd_threads as _autograd_threads  # noqa: E402
+
+_autograd_threads.install()
+
 _op_policy.push_to_driver()
 _op_policy.route_structured_ops_whole()
 _C._set_strict(_os.environ.get("TORCH_NEURONX_STRICT", "0").lower() in ("1", "true", "yes"))
