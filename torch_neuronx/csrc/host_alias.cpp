@@ -68,6 +68,13 @@ at::Tensor host_alias(const at::Tensor& t) {
   return alias;
 }
 
+void remember_host_alias(const at::Tensor& t, const at::Tensor& host) {
+  if (!t.defined() || !host.defined() || t.device().type() != kNeuron || !host.device().is_cpu())
+    return;
+  if (!still_valid(t, host)) return;  // copied, not shared: the alias would be a different buffer
+  t.unsafeGetTensorImpl()->set_backend_meta(c10::make_intrusive<CachedAlias>(host));
+}
+
 at::Tensor view_of_storage(const c10::Storage& storage, const at::Tensor& like) {
   auto out = at::detail::make_tensor<c10::TensorImpl>(
       c10::Storage(storage), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), like.dtype());

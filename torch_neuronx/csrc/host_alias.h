@@ -12,6 +12,11 @@ namespace torch_neuronx {
 // through the routing allocator. Non-neuron tensors are returned unchanged.
 at::Tensor host_alias(const at::Tensor& t);
 
+// Caches `host` as the alias of neuron tensor `t` when it views exactly `t`'s bytes and
+// geometry (a kernel's fresh output that `t` adopted without a copy): the next op reading `t`
+// then needs no new alias TensorImpl/StorageImpl.
+void remember_host_alias(const at::Tensor& t, const at::Tensor& host);
+
 // Neuron tensor on `device` holding CPU tensor `t`'s data: zero-copy when the memory came
 // from that device's pool (allocation routing), else copied into device memory.
 at::Tensor adopt_host_tensor(const at::Tensor& t, int device);

@@ -121,9 +121,15 @@ at::Tensor to_neuron_output(CallState& st, const at::Tensor& out, const OpEntry&
     at::Tensor up = out.to(at::kDouble);
     return adopt_host_tensor(up, st.device);
   }
-  for (auto& [impl, storage] : fresh)
-    if (impl == s) return view_of_storage(storage, out);
+  for (auto& [impl, storage] : fresh) {
+    if (impl == s) {
+      at::Tensor v = view_of_storage(storage, out);
+      remember_host_alias(v, out);
+      return v;
+    }
+  }
   at::Tensor n = adopt_host_tensor(out, st.device);
+  remember_host_alias(n, out);  // the kernel's output already is n's host view
   fresh.emplace_back(s, n.storage());
   return n;
 }
