@@ -400,9 +400,10 @@ _SPLIT_DEFAULT_DEVICE_ERR = "must include the parent process group's default bac
 
 def _ensure_default_backend(pg) -> None:
     """torch never sets a default backend on a ``"cpu:gloo,neuron:neuron"`` group (it looks
-    the plugin up as "NEURON" among the lowercase names of the backend string), and
-    splitting a group without one crashes inside torch. The neuron backend is the group's
-    device backend, so it becomes the default (as NCCL would be for ``cpu:gloo,cuda:nccl``)."""
+    the plugin up as "NEURON" among the lowercase names of the backend string), and its
+    ``splitGroup`` rejects a device-type filter without one. The neuron backend is the
+    group's device backend, so it becomes the default (as NCCL would for
+    ``cpu:gloo,cuda:nccl``)."""
     if pg._get_backend_name() == "undefined":
         pg._set_default_backend(dist.ProcessGroup.BackendType.CUSTOM)
 
@@ -448,8 +449,9 @@ def _install_split_group_once():
       shared backend once (device-type filter) and register the child for the group's
       other device type too, so CPU tensors keep working on it.
     * ``"cpu:gloo,neuron:neuron"``: the group never gets a default backend (see
-      ``_ensure_default_backend``; splitting it would crash the process in torch), and its
-      two gloo backends would rendezvous on one store prefix: see ``_split_mixed``.
+      ``_ensure_default_backend``), and its two gloo backends would rendezvous on one store
+      prefix: see ``_split_mixed``. (The crash torch 2.13 showed here was gloo's ``split``
+      indexing an empty global-rank list; ``_create_neuron_backend`` now fills it.)
     """
     orig = dist.ProcessGroup.split_group
     if getattr(orig, "_neuron_split_once", False):
