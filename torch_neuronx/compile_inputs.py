@@ -101,6 +101,15 @@ def _move_cpu_inputs(module, args, kwargs):
     return torch.utils._pytree.tree_map(move, (args, kwargs))
 
 
+def write_back(copies) -> None:
+    """Copy in-place updates of moved arguments back: ``copies`` holds (CPU original, neuron
+    copy, the copy's version counter when made)."""
+    for src, dst, version in copies:
+        if dst._version != version:
+            with torch.no_grad():
+                src.copy_(dst)
+
+
 def _target_device(args, kwargs):
     for x in torch.utils._pytree.tree_leaves((args, kwargs)):
         if isinstance(x, torch.Tensor) and x.device.type == "neuron":
@@ -132,10 +141,7 @@ def _wrap_function(compiled, fn):
 
         args, kwargs = torch.utils._pytree.tree_map(move, (args, kwargs))
         out = compiled(*args, **kwargs)
-        for src, dst, version in copies:  # in-place updates of a CPU argument
-            if dst._version != version:
-                with torch.no_grad():
-                    src.copy_(dst)
+        write_back(copies)
         return out
 
     return run_on_neuron

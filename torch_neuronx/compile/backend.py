@@ -33,6 +33,7 @@ import torch.fx
 from torch._subclasses.fake_tensor import FakeTensor
 
 from . import _device, aot_cache, artifacts, cache, config, legality, metrics
+from ..compile_inputs import write_back
 from .decompositions import neuron_decompositions
 from .executable import _DeviceExecutable, _loading
 from .legality import NeuronCompileError
@@ -289,10 +290,7 @@ class _InputPlacement:
                     copies.append((src, dst, dst._version))
                     args[i] = dst
             out = fn(*args)
-            for src, dst, version in copies:  # in-place updates of a CPU input
-                if dst._version != version:
-                    with torch.no_grad():
-                        src.copy_(dst)
+            write_back(copies)  # in-place updates of a CPU input
             return out
 
         return run_with_autocopy
