@@ -51,8 +51,17 @@ std::vector<at::Tensor> aliases(at::TensorList tensors) {
   return out;
 }
 
+const char* kNoNeuronBackendHint =
+    "neuron tensors need a process group with the neuron backend: "
+    "init_process_group('neuron') or init_process_group('cpu:gloo,neuron:neuron') (or pass "
+    "backend= to new_group), or move the tensors to CPU for a gloo-only group.";
+
 c10::intrusive_ptr<c10d::Backend> neuron_backend(const PGPtr& pg) {
-  return pg->getBackend(c10::DeviceType::PrivateUse1);
+  try {
+    return pg->getBackend(c10::DeviceType::PrivateUse1);
+  } catch (const c10::Error& e) {
+    TORCH_CHECK(false, e.what_without_backtrace(), " (", kNoNeuronBackendHint, ")");
+  }
 }
 
 // The factor of a PREMUL_SUM op as a scalar or a host tensor (one element).

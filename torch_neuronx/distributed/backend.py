@@ -161,7 +161,14 @@ def _shadow_for(pg_boxed, device):
 def _entry_for(pg_boxed, device):
     """(neuron backend of the group, boxed host shadow group, shadow group)."""
     pg = dist.ProcessGroup.unbox(pg_boxed)
-    backend = pg._get_backend(device)
+    try:
+        backend = pg._get_backend(device)
+    except RuntimeError as e:
+        raise RuntimeError(
+            f"{e} (neuron tensors need a process group with the neuron backend: "
+            "init_process_group('neuron') or init_process_group('cpu:gloo,neuron:neuron') (or "
+            "pass backend= to new_group), or move the tensors to CPU for a gloo-only group.)"
+        ) from None
     per_pg = _shadows.get(pg)
     if per_pg is None:
         per_pg = {}
