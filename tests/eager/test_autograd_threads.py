@@ -52,7 +52,7 @@ def test_backward_hooks_run_on_the_calling_thread():
     assert not torch.autograd.is_multithreading_enabled()
 
 
-def test_reentrant_checkpoint_backward_on_the_calling_thread():
+def test_reentrant_checkpoint_backward_works_inline():
     # reentrant checkpointing calls backward() inside backward(): must still work inline
     torch.manual_seed(0)
     lin = torch.nn.Linear(8, 8)
