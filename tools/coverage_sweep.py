@@ -446,21 +446,17 @@ def known_failures_snippet(recs) -> str:
         if op in crashes and cat in crashes[op]:
             continue
         kf[op][cat] = "; ".join(reason for reason, _ in c.most_common(2))[:200]
-    out = ["KNOWN_FAILURES: dict[str, dict[str, str]] = {"]
-    for op in sorted(kf):
-        out.append(f"    {op!r}: {{")
-        for cat, reason in sorted(kf[op].items()):
-            out.append(f"        {cat!r}: {reason!r},")
-        out.append("    },")
-    out.append("}")
-    out.append("KNOWN_CRASHES: dict[str, dict[str, str]] = {")
-    for op in sorted(crashes):
-        out.append(f"    {op!r}: {{")
-        for cat, reason in sorted(crashes[op].items()):
-            out.append(f"        {cat!r}: {reason!r},")
-        out.append("    },")
-    out.append("}")
-    return "\n".join(out)
+    def literal(name, table):
+        lines = [f"{name}: dict[str, dict[str, str]] = {{"]
+        for op in sorted(table):
+            lines.append(f"    {op!r}: {{")
+            for cat, reason in sorted(table[op].items()):
+                lines.append(f"        {cat!r}: {reason!r},")
+            lines.append("    },")
+        lines.append("}")
+        return lines
+
+    return "\n".join(literal("KNOWN_FAILURES", kf) + literal("KNOWN_CRASHES", crashes))
 
 
 def main(argv=None) -> int:

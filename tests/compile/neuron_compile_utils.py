@@ -16,13 +16,19 @@ needs_neuron = pytest.mark.skipif(
 )
 
 
-def run_python(code: str, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
-    """Run ``code`` in a fresh interpreter (repo on sys.path); returns the completed process."""
+def _child_env(env: dict | None) -> dict:
+    """This process's environment plus the repo on sys.path, the device under test and ``env``."""
     full_env = dict(os.environ)
     full_env["PYTHONPATH"] = REPO + os.pathsep + full_env.get("PYTHONPATH", "")
     full_env["TORCH_NEURONX_COMPILE_TEST_DEVICE"] = DEVICE
     if env:
         full_env.update(env)
+    return full_env
+
+
+def run_python(code: str, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter (repo on sys.path); returns the completed process."""
+    full_env = _child_env(env)
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         env=full_env,
@@ -33,11 +39,7 @@ def run_python(code: str, env: dict | None = None, timeout: int = 600) -> subpro
 
 
 def start_python(code: str, env: dict | None = None, argv=()) -> subprocess.Popen:
-    full_env = dict(os.environ)
-    full_env["PYTHONPATH"] = REPO + os.pathsep + full_env.get("PYTHONPATH", "")
-    full_env["TORCH_NEURONX_COMPILE_TEST_DEVICE"] = DEVICE
-    if env:
-        full_env.update(env)
+    full_env = _child_env(env)
     return subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(code), *argv],
         env=full_env,

@@ -630,18 +630,28 @@ def _seeded(fn, relaxed=None):
     return run
 
 
-def check_forward(op, sample, device: str, dtype, relaxed: str | None) -> tuple[str, str, str]:
-    """Functional variant. Returns (status, kind, reason)."""
-    atol, rtol = tolerance(op, dtype)
+def _run_on_both(fn, sample, device: str, op, relaxed: str | None):
+    """Runs ``fn`` on a CPU and a device copy of ``sample`` (no grad, seeded alike).
+    Returns (cpu sample, device sample, cpu result, device result, status or None), the
+    status being the verdict when either side raised."""
     c_cpu = clone_sample(sample, "cpu", op)
     c_dev = clone_sample(sample, device, op)
     with _quiet(), torch.no_grad():
-        cpu, cpu_exc, dev, dev_exc = _run_twice(_seeded(lambda: _call(op, c_cpu), relaxed),
-                                                _seeded(lambda: _call(op, c_dev), relaxed))
+        cpu, cpu_exc, dev, dev_exc = _run_twice(_seeded(lambda: _call(fn, c_cpu), relaxed),
+                                                _seeded(lambda: _call(fn, c_dev), relaxed))
     if cpu_exc is not None:
-        return CPU_ERROR, "cpu", error_reason(cpu_exc)
+        return c_cpu, c_dev, cpu, dev, (CPU_ERROR, "cpu", error_reason(cpu_exc))
     if dev_exc is not None:
-        return device_error(dev_exc)
+        return c_cpu, c_dev, cpu, dev, device_error(dev_exc)
+    return c_cpu, c_dev, cpu, dev, None
+
+
+def check_forward(op, sample, device: str, dtype, relaxed: str | None) -> tuple[str, str, str]:
+    """Functional variant. Returns (status, kind, reason)."""
+    atol, rtol = tolerance(op, dtype)
+    c_cpu, c_dev, cpu, dev, failed = _run_on_both(op, sample, device, op, relaxed)
+    if failed is not None:
+        return failed
     try:
         compare(dev, cpu, device_type=expected_device_type(c_dev, device), atol=atol, rtol=rtol,
                 check_strides=strides_defined(op) and relaxed is None, values=relaxed is None)
@@ -661,15 +671,9 @@ def check_inplace(op, sample, device: str, dtype, relaxed: str | None):
     if sample.broadcasts_input:
         return SKIP, "broadcasts_input", "in-place variant cannot broadcast its input"
     atol, rtol = tolerance(op, dtype)
-    c_cpu = clone_sample(sample, "cpu", op)
-    c_dev = clone_sample(sample, device, op)
-    with _quiet(), torch.no_grad():
-        cpu, cpu_exc, dev, dev_exc = _run_twice(_seeded(lambda: _call(fn, c_cpu), relaxed),
-                                                _seeded(lambda: _call(fn, c_dev), relaxed))
-    if cpu_exc is not None:
-        return CPU_ERROR, "cpu", error_reason(cpu_exc)
-    if dev_exc is not None:
-        return device_error(dev_exc)
+    c_cpu, c_dev, cpu, dev, failed = _run_on_both(fn, sample, device, op, relaxed)
+    if failed is not None:
+        return failed
     try:
         if (cpu is c_cpu.input) and (dev is not c_dev.input):
             raise Mismatch("inplace-identity", "in-place variant did not return its input")

@@ -57,21 +57,17 @@ if SCENARIO == "dead":
     write_results({"timeout_s": TIMEOUT_S})
     os._exit(0)
 
-elif SCENARIO == "absent":
+elif SCENARIO in ("absent", "absent_async"):
     if R == 1:
         wait_for_rank0()
         os._exit(0)
-    record("never_reached_sync", expect_error, lambda: dist.all_reduce(torch.ones(4, device=DEV)))
-    write_results({"timeout_s": TIMEOUT_S})
-    os._exit(0)
-
-elif SCENARIO == "absent_async":
-    if R == 1:
-        wait_for_rank0()
-        os._exit(0)
-    record("never_reached_async", expect_error,
-           lambda: dist.all_gather_into_tensor(torch.empty(8, device=DEV),
-                                               torch.ones(4, device=DEV), async_op=True).wait())
+    if SCENARIO == "absent":
+        record("never_reached_sync", expect_error,
+               lambda: dist.all_reduce(torch.ones(4, device=DEV)))
+    else:
+        record("never_reached_async", expect_error,
+               lambda: dist.all_gather_into_tensor(torch.empty(8, device=DEV),
+                                                   torch.ones(4, device=DEV), async_op=True).wait())
     write_results({"timeout_s": TIMEOUT_S})
     os._exit(0)
 

@@ -84,6 +84,21 @@ def global_mean(x: torch.Tensor) -> float:
     return t.item()
 
 
+def train_data_parallel(model, X, Y):
+    """This rank's shard of the batch on its core, mean-squared error, SGD; returns the
+    global mean loss of each step (comparable with ``train_reference``)."""
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    x, y = X.chunk(W)[R].to(DEV), Y.chunk(W)[R].to(DEV)
+    losses = []
+    for _ in range(STEPS):
+        opt.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(global_mean(loss))
+    return losses
+
+
 # ---------------------------------------------------------------------------------------
 def s_ddp(comm_hook=False):
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -96,15 +111,7 @@ def s_ddp(comm_hook=False):
         model.register_comm_hook(None, default_hooks.allreduce_hook)
     else:
         model = DDP(make_model().to(DEV))
-    opt = torch.optim.SGD(model.parameters(), lr=LR)
-    x, y = X.chunk(W)[R].to(DEV), Y.chunk(W)[R].to(DEV)
-    losses = []
-    for _ in range(STEPS):
-        opt.zero_grad()
-        loss = F.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        losses.append(global_mean(loss))
+    losses = train_data_parallel(model, X, Y)
     for p in model.parameters():
         assert p.device == DEV and p.grad.device == DEV
     compare_losses(losses, ref_losses, "ddp")
@@ -136,15 +143,7 @@ def s_fsdp2():
     for p in model.parameters():
         assert type(p).__name__ == "DTensor" and p.to_local().device == DEV
         assert p.to_local().shape[0] == p.shape[0] // W, "parameters must be sharded"
-    opt = torch.optim.SGD(model.parameters(), lr=LR)
-    x, y = X.chunk(W)[R].to(DEV), Y.chunk(W)[R].to(DEV)
-    losses = []
-    for _ in range(STEPS):
-        opt.zero_grad()
-        loss = F.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        losses.append(global_mean(loss))
+    losses = train_data_parallel(model, X, Y)
     compare_losses(losses, ref_losses, "fsdp2")
     FSDP_MODEL["model"] = model
     return compare_params(model.named_parameters(), ref, "fsdp2")
