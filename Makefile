@@ -3,19 +3,26 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.torch_neuronx-installed
-SOURCES := $(wildcard torch_neuronx/csrc/*.cpp torch_neuronx/csrc/*.h) setup.py pyproject.toml
+CSRC_FILES := $(shell find torch_neuronx/csrc -name '*.cpp' -o -name '*.h')
+SOURCES := $(CSRC_FILES) setup.py pyproject.toml
+# The exact torch of pyproject.toml's dependencies (the reason is written there); the two must
+# be equal, and tests/device/test_package.py checks that they are. An unpinned request would
+# also pull a multi-GB CUDA build.
+TORCH_PIN := torch==2.13.0
 
-.PHONY: setup build demo test test-full bench clean docs
+.PHONY: setup build demo test test-full lint coverage bench clean docs
 
 setup: $(STAMP)
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
-# torch is pinned: an unpinned request would pull a multi-GB CUDA build.
+# torch and the build tools first: setup.py imports torch to compile the driver, and
+# --no-build-isolation builds against the torch installed here. The extras bring the test,
+# CLI and lint dependencies (pyproject.toml lists them once).
 $(STAMP): $(VENV)/bin/python $(SOURCES)
-	$(PY) -m pip install -q torch==2.13.0 numpy pytest rich ninja setuptools wheel
-	$(PY) -m pip install -q --no-build-isolation -e .
+	$(PY) -m pip install -q $(TORCH_PIN) ninja "setuptools>=77" wheel
+	$(PY) -m pip install -q --no-build-isolation -e ".[test,cli,lint]"
 	touch $(STAMP)
 
 build: setup
@@ -29,6 +36,17 @@ test: setup
 
 test-full: setup
 	TORCH_NEURONX_TEST_FULL=1 $(PY) -m pytest -q -p no:cacheprovider tests
+
+# Python: ruff's rules and formatting (configured in pyproject.toml); C++: clang-format
+# (.clang-format). Reports only: nothing is rewritten.
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/clang-format --dry-run -Werror $(CSRC_FILES)
+
+# The full differential OpInfo sweep (every sample of every OpInfo: long) -> docs/coverage.md.
+coverage: setup
+	$(PY) -m torch_neuronx.tools.coverage_sweep
 
 bench: setup
 	$(PY) benchmarks/bench_eager.py

@@ -2,6 +2,7 @@
 
 Use: pip install --no-build-isolation -e .   (after pip install torch==2.13.0)
 """
+
 import glob
 import os
 
@@ -13,13 +14,16 @@ from setuptools import setup
 from torch.utils.cpp_extension import BuildExtension, CppExtension
 
 here = os.path.dirname(os.path.abspath(__file__))
-sources = sorted(glob.glob(os.path.join("torch_neuronx", "csrc", "*.cpp")))
+csrc = os.path.join("torch_neuronx", "csrc")
+# One folder per layer (runtime/, eager/, distributed/); includes are written from csrc/.
+sources = sorted(glob.glob(os.path.join(csrc, "**", "*.cpp"), recursive=True))
 
 setup(
     ext_modules=[
         CppExtension(
             "torch_neuronx._C",
             sources,
+            include_dirs=[os.path.join(here, csrc)],
             extra_compile_args=["-O2", "-std=c++17", "-fvisibility=hidden"],
         )
     ],

@@ -13,6 +13,7 @@ the medians, of the best calls, and the median of the per-pair ratios (the least
 sensitive to load). all_reduce's message is the reduced tensor; all_gather's is the
 gathered output (all_gather_into_tensor).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,14 +62,16 @@ def _worker(args):
             rounds = max(1, min(args.rounds, pairs // 3))
             times = {"neuron": [], "cpu": []}
             for rnd in range(rounds):
-                fns = {"neuron": make(op, numel, dev, None),
-                       "cpu": make(op, numel, torch.device("cpu"), cpu_group)}
+                fns = {
+                    "neuron": make(op, numel, dev, None),
+                    "cpu": make(op, numel, torch.device("cpu"), cpu_group),
+                }
                 for fn in fns.values():  # warm-up (connections, page faults)
                     for _ in range(2):
                         fn()
                 dist.barrier(group=cpu_group)
                 for i in range(rnd * pairs // rounds, (rnd + 1) * pairs // rounds):
-                    for kind in (("neuron", "cpu") if i % 2 == 0 else ("cpu", "neuron")):
+                    for kind in ("neuron", "cpu") if i % 2 == 0 else ("cpu", "neuron"):
                         t0 = time.perf_counter()
                         fns[kind]()
                         times[kind].append(time.perf_counter() - t0)
@@ -88,14 +91,17 @@ def _worker(args):
             row["ratio_best"] = row["neuron_best_gbps"] / row["cpu_best_gbps"]
             # paired: the median of the per-pair ratios cancels most of the load drift
             row["ratio_paired"] = statistics.median(
-                c / n for n, c in zip(samples["neuron"], samples["cpu"]))
+                c / n for n, c in zip(samples["neuron"], samples["cpu"], strict=True)
+            )
             results.append(row)
             if rank == 0:
-                print(f"{op:11s} {mib:4d} MiB x{pairs:4d}  median: neuron {row['neuron_gbps']:6.2f} "
-                      f"GiB/s  cpu {row['cpu_gbps']:6.2f} GiB/s  ratio {row['ratio']:.3f} | best: "
-                      f"{row['neuron_best_gbps']:6.2f} vs {row['cpu_best_gbps']:6.2f} GiB/s  "
-                      f"ratio {row['ratio_best']:.3f} | paired ratio {row['ratio_paired']:.3f}",
-                      flush=True)
+                print(
+                    f"{op:11s} {mib:4d} MiB x{pairs:4d}  median: neuron {row['neuron_gbps']:6.2f} "
+                    f"GiB/s  cpu {row['cpu_gbps']:6.2f} GiB/s  ratio {row['ratio']:.3f} | best: "
+                    f"{row['neuron_best_gbps']:6.2f} vs {row['cpu_best_gbps']:6.2f} GiB/s  "
+                    f"ratio {row['ratio_best']:.3f} | paired ratio {row['ratio_paired']:.3f}",
+                    flush=True,
+                )
     if rank == 0 and args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
@@ -109,37 +115,66 @@ def _free_port():
 
 
 def _markdown(rows):
-    lines = ["| op | size | neuron GiB/s (median) | CPU gloo GiB/s (median) | ratio (median) "
-             "| neuron GiB/s (best) | CPU gloo GiB/s (best) | ratio (best) | ratio (paired) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| op | size | neuron GiB/s (median) | CPU gloo GiB/s (median) | ratio (median) "
+        "| neuron GiB/s (best) | CPU gloo GiB/s (best) | ratio (best) | ratio (paired) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
-        lines.append(f"| {r['op']} | {r['mib']} MiB | {r['neuron_gbps']:.2f} | "
-                     f"{r['cpu_gbps']:.2f} | {r['ratio']:.3f} | {r['neuron_best_gbps']:.2f} | "
-                     f"{r['cpu_best_gbps']:.2f} | {r['ratio_best']:.3f} | {r['ratio_paired']:.3f} |")
+        lines.append(
+            f"| {r['op']} | {r['mib']} MiB | {r['neuron_gbps']:.2f} | "
+            f"{r['cpu_gbps']:.2f} | {r['ratio']:.3f} | {r['neuron_best_gbps']:.2f} | "
+            f"{r['cpu_best_gbps']:.2f} | {r['ratio_best']:.3f} | {r['ratio_paired']:.3f} |"
+        )
     return "\n".join(lines)
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--sizes-mib", type=int, nargs="+", default=[1, 4, 16, 64, 256])
     p.add_argument("--ops", nargs="+", default=list(OPS), choices=OPS)
-    p.add_argument("--budget-mib", type=float, default=1024,
-                   help="MiB moved per side and size (sets the number of call pairs)")
+    p.add_argument(
+        "--budget-mib",
+        type=float,
+        default=1024,
+        help="MiB moved per side and size (sets the number of call pairs)",
+    )
     p.add_argument("--min-pairs", type=int, default=15, help="fewest call pairs per size")
     p.add_argument("--max-pairs", type=int, default=400, help="most call pairs per size")
-    p.add_argument("--rounds", type=int, default=8,
-                   help="fresh buffers this many times per size (averages page luck)")
-    p.add_argument("--runs", type=int, default=1,
-                   help="independent 2-rank runs; with >1 also the median over runs")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=8,
+        help="fresh buffers this many times per size (averages page luck)",
+    )
+    p.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="independent 2-rank runs; with >1 also the median over runs",
+    )
     p.add_argument("--json", help="also write the rows as JSON here")
     p.add_argument("--_worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args._worker:
         return _worker(args)
 
-    worker_argv = ["--budget-mib", str(args.budget_mib), "--min-pairs", str(args.min_pairs),
-                   "--max-pairs", str(args.max_pairs), "--rounds", str(args.rounds),
-                   "--sizes-mib", *map(str, args.sizes_mib), "--ops", *args.ops]
+    worker_argv = [
+        "--budget-mib",
+        str(args.budget_mib),
+        "--min-pairs",
+        str(args.min_pairs),
+        "--max-pairs",
+        str(args.max_pairs),
+        "--rounds",
+        str(args.rounds),
+        "--sizes-mib",
+        *map(str, args.sizes_mib),
+        "--ops",
+        *args.ops,
+    ]
     runs = []
     for run in range(args.runs):
         if args.runs > 1:
@@ -148,26 +183,35 @@ def main():
         runs.append(rows)
         print()
         print(_markdown(rows))
-        print(f"\nworst neuron/CPU ratio: median {min(r['ratio'] for r in rows):.3f}, "
-              f"best-sample {min(r['ratio_best'] for r in rows):.3f}, "
-              f"paired {min(r['ratio_paired'] for r in rows):.3f} (goal >= 0.95)", flush=True)
+        print(
+            f"\nworst neuron/CPU ratio: median {min(r['ratio'] for r in rows):.3f}, "
+            f"best-sample {min(r['ratio_best'] for r in rows):.3f}, "
+            f"paired {min(r['ratio_paired'] for r in rows):.3f} (goal >= 0.95)",
+            flush=True,
+        )
     if args.runs > 1:
         # Each run is a fresh pair of processes (fresh memory placement, other load):
         # the median over runs of each size's paired ratio is the figure to quote.
         print(f"\n### paired ratio per run and median over {args.runs} runs\n")
-        print("| op | size | " + " | ".join(f"run {i + 1}" for i in range(args.runs))
-              + " | median |")
+        print(
+            "| op | size | " + " | ".join(f"run {i + 1}" for i in range(args.runs)) + " | median |"
+        )
         print("|---|---:|" + "---:|" * (args.runs + 1))
         summary = []
         for i, row in enumerate(runs[0]):
             vals = [rows[i]["ratio_paired"] for rows in runs]
             med = statistics.median(vals)
             summary.append(dict(op=row["op"], mib=row["mib"], runs=vals, median=med))
-            print(f"| {row['op']} | {row['mib']} MiB | " + " | ".join(f"{v:.3f}" for v in vals)
-                  + f" | {med:.3f} |")
-        print(f"\nworst median-over-runs paired ratio: {min(r['median'] for r in summary):.3f}; "
-              f"geometric mean {statistics.geometric_mean([r['median'] for r in summary]):.3f} "
-              "(goal >= 0.95)")
+            print(
+                f"| {row['op']} | {row['mib']} MiB | "
+                + " | ".join(f"{v:.3f}" for v in vals)
+                + f" | {med:.3f} |"
+            )
+        print(
+            f"\nworst median-over-runs paired ratio: {min(r['median'] for r in summary):.3f}; "
+            f"geometric mean {statistics.geometric_mean([r['median'] for r in summary]):.3f} "
+            "(goal >= 0.95)"
+        )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(runs if args.runs > 1 else runs[0], f, indent=1)
@@ -178,18 +222,32 @@ def _launch(worker_argv):
     port = _free_port()
     with tempfile.TemporaryDirectory() as tmp:
         json_path = os.path.join(tmp, "rows.json")
-        argv = [sys.executable, os.path.abspath(__file__), "--_worker", "--json", json_path,
-                *worker_argv]
+        argv = [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--_worker",
+            "--json",
+            json_path,
+            *worker_argv,
+        ]
         procs = []
         for rank in range(2):
-            env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank),
-                       LOCAL_WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+            env = dict(
+                os.environ,
+                RANK=str(rank),
+                WORLD_SIZE="2",
+                LOCAL_RANK=str(rank),
+                LOCAL_WORLD_SIZE="2",
+                MASTER_ADDR="127.0.0.1",
+                MASTER_PORT=str(port),
+            )
             procs.append(subprocess.Popen(argv, env=env))
         rc = [p.wait() for p in procs]
         if any(rc):
             sys.exit(f"benchmark ranks failed: {rc}")
         with open(json_path) as f:
             return json.load(f)
+
 
 if __name__ == "__main__":
     main()

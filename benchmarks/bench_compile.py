@@ -24,6 +24,7 @@ Usage::
     python benchmarks/bench_compile.py --skip-compile-time   # steady state only
     python benchmarks/bench_compile.py --skip-steady-state   # compile times only
 """
+
 from __future__ import annotations
 
 import argparse
@@ -88,8 +89,8 @@ def _child(cache_dir: str, threads: int) -> dict:
     )
     if proc.returncode != 0:
         raise RuntimeError(f"compile-time child failed:\n{proc.stderr[-4000:]}")
-    line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT")][-1]
-    return json.loads(line[len("RESULT"):])
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")][-1]
+    return json.loads(line[len("RESULT") :])
 
 
 def compile_times(threads: int) -> dict:
@@ -165,7 +166,9 @@ def steady_state(rounds: int, iters: int, threads: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--rounds", type=int, default=12)
     ap.add_argument("--iters", type=int, default=10, help="steps per variant per round")
     ap.add_argument("--threads", type=int, default=1, help="intra-op threads (0: default)")
@@ -194,8 +197,10 @@ def main() -> None:
     if "compile_time" in out:
         ct = out["compile_time"]
         print("\nfirst training step incl. compilation (s)      cold     warm   warm/cold")
-        print(f"  wall time of the first step             {ct['cold']['first_step_s']:8.2f} "
-              f"{ct['warm']['first_step_s']:8.2f}   {ct['warm_over_cold_first_step']:6.1%}")
+        print(
+            f"  wall time of the first step             {ct['cold']['first_step_s']:8.2f} "
+            f"{ct['warm']['first_step_s']:8.2f}   {ct['warm_over_cold_first_step']:6.1%}"
+        )
         for k in ("aot_autograd_s", "lowering_s", "codegen_s"):
             c, w = ct["cold"][k], ct["warm"][k]
             print(f"    backend {k:<28} {c:8.2f} {w:8.2f}   {w / max(c, 1e-9):6.1%}")
@@ -211,11 +216,15 @@ def main() -> None:
     for name, v in ss["median_step_s"].items():
         print(f"  {name:<18} {v * 1e3:9.3f}")
     p = ss["paired_ratio_vs_inductor_p25_p50_p75"]
-    print(f"  neuron-compiled / cpu-inductor : {ss['neuron_compiled_over_cpu_inductor']:.3f}"
-          f"  (paired p25-p75 {p[0]:.3f}-{p[2]:.3f})")
+    print(
+        f"  neuron-compiled / cpu-inductor : {ss['neuron_compiled_over_cpu_inductor']:.3f}"
+        f"  (paired p25-p75 {p[0]:.3f}-{p[2]:.3f})"
+    )
     p = ss["paired_ratio_vs_eager_p25_p50_p75"]
-    print(f"  neuron-compiled / neuron-eager : {ss['neuron_compiled_over_neuron_eager']:.3f}"
-          f"  (paired p25-p75 {p[0]:.3f}-{p[2]:.3f})")
+    print(
+        f"  neuron-compiled / neuron-eager : {ss['neuron_compiled_over_neuron_eager']:.3f}"
+        f"  (paired p25-p75 {p[0]:.3f}-{p[2]:.3f})"
+    )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=2)

@@ -24,6 +24,7 @@ Usage::
 
 See benchmarks/README.md for how to read the output.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,7 +35,7 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Callable, Dict, List
+from collections.abc import Callable
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:
@@ -50,7 +51,6 @@ from torch_neuronx.testing.models import (  # noqa: E402
     make_mlp_batch,
     sync,
 )
-
 
 # --------------------------------------------------------------------------- workloads
 #
@@ -117,7 +117,7 @@ def _time(run: Callable[[int], None], n: int) -> float:
     return time.perf_counter() - t0
 
 
-def _quantile(xs: List[float], q: float) -> float:
+def _quantile(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     if len(xs) == 1:
         return xs[0]
@@ -127,7 +127,7 @@ def _quantile(xs: List[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def bench_one(name: str, device: str, rounds: int, seconds: float, log) -> Dict:
+def bench_one(name: str, device: str, rounds: int, seconds: float, log) -> dict:
     """Interleaved measurement of one workload on ``device`` and on the CPU.
 
     The iteration count per repetition is calibrated so that one round (a device
@@ -178,8 +178,10 @@ def bench_one(name: str, device: str, rounds: int, seconds: float, log) -> Dict:
         "device_samples_s": samples["dev"],
         "cpu_samples_s": samples["cpu"],
     }
-    log(f"  {name}: {device} {_fmt_t(med_dev)}/{res['unit']}, cpu {_fmt_t(med_cpu)}/"
-        f"{res['unit']}, ratio {res['ratio']:.2f}")
+    log(
+        f"  {name}: {device} {_fmt_t(med_dev)}/{res['unit']}, cpu {_fmt_t(med_cpu)}/"
+        f"{res['unit']}, ratio {res['ratio']:.2f}"
+    )
     return res
 
 
@@ -193,24 +195,37 @@ def _fmt_t(s: float) -> str:
 
 def _git_rev() -> str:
     try:
-        return subprocess.run(["git", "-C", _ROOT, "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, timeout=5).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", _ROOT, "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
     except Exception:  # noqa: BLE001
         return ""
 
 
-def print_table(device: str, results: Dict, plain: bool) -> None:
-    cols = ["benchmark", "what", f"{device} (median)", "cpu (median)",
-            f"ratio {device}/cpu", "paired ratio p25-p75"]
+def print_table(device: str, results: dict, plain: bool) -> None:
+    cols = [
+        "benchmark",
+        "what",
+        f"{device} (median)",
+        "cpu (median)",
+        f"ratio {device}/cpu",
+        "paired ratio p25-p75",
+    ]
     rows = []
     for name, r in results.items():
-        rows.append([
-            name, r["description"],
-            f"{_fmt_t(r['device_median_s'])}/{r['unit']}",
-            f"{_fmt_t(r['cpu_median_s'])}/{r['unit']}",
-            f"{r['ratio']:.2f}x",
-            f"{r['paired_ratio_p25']:.2f}-{r['paired_ratio_p75']:.2f}",
-        ])
+        rows.append(
+            [
+                name,
+                r["description"],
+                f"{_fmt_t(r['device_median_s'])}/{r['unit']}",
+                f"{_fmt_t(r['cpu_median_s'])}/{r['unit']}",
+                f"{r['ratio']:.2f}x",
+                f"{r['paired_ratio_p25']:.2f}-{r['paired_ratio_p75']:.2f}",
+            ]
+        )
     if not plain and sys.stdout.isatty():  # piped/redirected output gets plain text
         try:
             from rich.console import Console
@@ -230,26 +245,47 @@ def print_table(device: str, results: Dict, plain: bool) -> None:
     print("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
     print("  ".join("-" * w for w in widths))
     for row in rows:
-        print("  ".join(v.ljust(w) if i < 2 else v.rjust(w)
-                        for i, (v, w) in enumerate(zip(row, widths))))
+        print(
+            "  ".join(
+                v.ljust(w) if i < 2 else v.rjust(w) for i, (v, w) in enumerate(zip(row, widths))
+            )
+        )
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="Eager overhead of a device vs the CPU.")
     p.add_argument("--device", default="neuron")
-    p.add_argument("--budget", type=float, default=60.0,
-                   help="approximate measured seconds in total, split across benchmarks "
-                        "(default 60; warm-up and calibration add a few seconds)")
-    p.add_argument("--rounds", type=int, default=16,
-                   help="interleaved rounds per benchmark (default 16; even keeps both orders balanced)")
-    p.add_argument("--only", action="append", choices=list(BENCHMARKS),
-                   help="run only this benchmark (repeatable)")
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch.set_num_threads before measuring (default 1: tiny ops gain "
-                        "nothing from intra-op threads, and on a shared machine a "
-                        "descheduled OpenMP worker stalls every op; 0 = leave as is)")
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=60.0,
+        help="approximate measured seconds in total, split across benchmarks "
+        "(default 60; warm-up and calibration add a few seconds)",
+    )
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=16,
+        help="interleaved rounds per benchmark (default 16; even keeps both orders balanced)",
+    )
+    p.add_argument(
+        "--only",
+        action="append",
+        choices=list(BENCHMARKS),
+        help="run only this benchmark (repeatable)",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch.set_num_threads before measuring (default 1: tiny ops gain "
+        "nothing from intra-op threads, and on a shared machine a "
+        "descheduled OpenMP worker stalls every op; 0 = leave as is)",
+    )
     p.add_argument("--json", metavar="PATH", help="also write results as JSON to PATH")
-    p.add_argument("--plain", action="store_true", help="plain-text table even with rich on a terminal")
+    p.add_argument(
+        "--plain", action="store_true", help="plain-text table even with rich on a terminal"
+    )
     args = p.parse_args(argv)
 
     if args.threads:
@@ -257,23 +293,27 @@ def main(argv=None) -> int:
     try:
         torch.empty(1, device=args.device)
     except Exception as e:  # noqa: BLE001
-        print(f"error: device {args.device!r} is not usable: {type(e).__name__}: {e}",
-              file=sys.stderr)
+        print(
+            f"error: device {args.device!r} is not usable: {type(e).__name__}: {e}", file=sys.stderr
+        )
         return 2
 
     names = args.only or list(BENCHMARKS)
     per_bench = args.budget / len(names)
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
-    log(f"bench_eager: {args.device} vs cpu, {len(names)} benchmarks, {args.rounds} "
-        f"interleaved rounds each, ~{args.budget:.0f}s measured")
+    log(
+        f"bench_eager: {args.device} vs cpu, {len(names)} benchmarks, {args.rounds} "
+        f"interleaved rounds each, ~{args.budget:.0f}s measured"
+    )
     t0 = time.perf_counter()
-    results = {name: bench_one(name, args.device, args.rounds, per_bench, log)
-               for name in names}
+    results = {name: bench_one(name, args.device, args.rounds, per_bench, log) for name in names}
     wall = time.perf_counter() - t0
 
     print_table(args.device, results, args.plain)
-    print(f"total wall time {wall:.1f}s; torch {torch.__version__}, "
-          f"{torch.get_num_threads()} intra-op threads")
+    print(
+        f"total wall time {wall:.1f}s; torch {torch.__version__}, "
+        f"{torch.get_num_threads()} intra-op threads"
+    )
 
     if args.json:
         meta = {

@@ -13,6 +13,7 @@ with their relative difference. Exits with status 1 if any step differs by more 
 A table is drawn with ``rich`` when it is installed, plain text otherwise (``--plain``
 forces plain text).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,16 +44,24 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-size", type=int, default=4)
     p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--rtol", type=float, default=1e-4,
-                   help="max relative loss difference vs CPU before failing (default 1e-4)")
+    p.add_argument(
+        "--rtol",
+        type=float,
+        default=1e-4,
+        help="max relative loss difference vs CPU before failing (default 1e-4)",
+    )
     p.add_argument("--vocab", type=int, default=GPTConfig.vocab_size)
     p.add_argument("--seq-len", type=int, default=GPTConfig.seq_len)
     p.add_argument("--d-model", type=int, default=GPTConfig.d_model)
     p.add_argument("--heads", type=int, default=GPTConfig.n_heads)
     p.add_argument("--layers", type=int, default=GPTConfig.n_layers)
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch.set_num_threads (default 1: the model is tiny, and extra "
-                        "intra-op threads only slow it down on a busy machine; 0 = leave)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch.set_num_threads (default 1: the model is tiny, and extra "
+        "intra-op threads only slow it down on a busy machine; 0 = leave)",
+    )
     p.add_argument("--plain", action="store_true", help="plain text output even if rich exists")
     return p.parse_args(argv)
 
@@ -70,8 +79,9 @@ class _Trainer:
 
     def step(self, i: int) -> float:
         t0 = time.perf_counter()
-        idx, tgt = make_batch(self.args.seed * 1000 + i, self.args.batch_size,
-                              config=self.cfg, device=self.device)
+        idx, tgt = make_batch(
+            self.args.seed * 1000 + i, self.args.batch_size, config=self.cfg, device=self.device
+        )
         self.opt.zero_grad(set_to_none=True)
         _, loss = self.model(idx, tgt)
         loss.backward()
@@ -113,8 +123,12 @@ class _RichOut:
 
         self.console = Console()
         self.table = Table()
-        for name, just in (("step", "right"), (f"{device} loss", "right"),
-                           ("cpu loss", "right"), ("rel diff", "right")):
+        for name, just in (
+            ("step", "right"),
+            (f"{device} loss", "right"),
+            ("cpu loss", "right"),
+            ("rel diff", "right"),
+        ):
             self.table.add_column(name, justify=just)
         self.live = Live(self.table, console=self.console, auto_refresh=False)
 
@@ -146,23 +160,31 @@ def _make_out(device, plain):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    cfg = GPTConfig(vocab_size=args.vocab, seq_len=args.seq_len, d_model=args.d_model,
-                    n_heads=args.heads, n_layers=args.layers)
+    cfg = GPTConfig(
+        vocab_size=args.vocab,
+        seq_len=args.seq_len,
+        d_model=args.d_model,
+        n_heads=args.heads,
+        n_layers=args.layers,
+    )
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
         torch.empty(1, device=args.device)
     except Exception as e:  # noqa: BLE001
-        print(f"error: device {args.device!r} is not usable: {type(e).__name__}: {e}",
-              file=sys.stderr)
+        print(
+            f"error: device {args.device!r} is not usable: {type(e).__name__}: {e}", file=sys.stderr
+        )
         return 2
 
     dev = _Trainer(args.device, cfg, args)
     ref = _Trainer("cpu", cfg, args)
     out = _make_out(args.device, args.plain)
-    out.header(f"TinyGPT ({dev.model.num_parameters():,} params, {cfg.n_layers} layers, "
-               f"d_model {cfg.d_model}), AdamW lr {args.lr}, batch {args.batch_size}x"
-               f"{cfg.seq_len}: {args.device} vs cpu")
+    out.header(
+        f"TinyGPT ({dev.model.num_parameters():,} params, {cfg.n_layers} layers, "
+        f"d_model {cfg.d_model}), AdamW lr {args.lr}, batch {args.batch_size}x"
+        f"{cfg.seq_len}: {args.device} vs cpu"
+    )
 
     max_rel, first_bad = 0.0, None
     for i in range(args.steps):

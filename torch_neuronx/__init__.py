@@ -1,12 +1,13 @@
 """torch_neuronx: PyTorch's `neuron` device (AWS Trainium) on an emulated NeuronCore.
 
 Importing this package (PyTorch does it at `import torch` through the `torch.backends` entry
-point) loads the C++ driver, names PrivateUse1 `neuron`, creates `torch.neuron`, installs the
-op policy and registers the `neuron` distributed backend.
+point) loads the C++ driver, names PrivateUse1 `neuron`, makes torch_neuronx.runtime
+`torch.neuron`, installs the op policy and the patches listed in runtime/patches.py, and
+registers the `neuron` distributed backend. It sits above every layer (docs/architecture.md),
+so it is the one place that wires them together. It imports neither Dynamo nor Inductor.
 """
-from __future__ import annotations
 
-import os as _os
+from torch_neuronx._version import __version__  # noqa: F401  (the one definition)
 
 
 def _autoload() -> None:
@@ -16,77 +17,93 @@ def _autoload() -> None:
     autoloads this (partially initialised) module and looks this name up."""
 
 
-import torch as _torch
+def _install() -> None:
+    import torch
 
-__version__ = "0.1.0"
+    from torch_neuronx import _C  # the driver, first: every other module relies on it
+    from torch_neuronx.runtime import env, topology
 
-from torch_neuronx import _C  # noqa: E402  (the driver: allocator, guard, generators, kernels)
-from torch_neuronx.runtime import topology as _topology  # noqa: E402
+    topo = topology.current()
+    _C._configure(
+        topo.device_count,
+        topo.hbm_per_core,
+        topo.profile.name,
+        env.integer("NEURON_COMPILATION_CACHE_MAX_ENTRIES", 0, minimum=0),
+    )
+    if torch._C._get_privateuse1_backend_name() != "neuron":
+        torch.utils.rename_privateuse1_backend("neuron")
 
-_topo = _topology.current()
-_C._configure(_topo.device_count, _topo.hbm_per_core, _topo.profile.name)
+    from torch_neuronx import runtime
 
-if _torch._C._get_privateuse1_backend_name() != "neuron":
-    _torch.utils.rename_privateuse1_backend("neuron")
+    if not hasattr(torch, "neuron"):
+        torch._register_device_module("neuron", runtime)
+        torch.utils.generate_methods_for_privateuse1_backend(
+            for_tensor=True, for_module=True, for_storage=True
+        )
 
-from torch_neuronx import neuron as _neuron_module  # noqa: E402
+    from torch_neuronx.compile import inputs as compile_inputs
+    from torch_neuronx.eager import autograd_threads, op_policy, rnn_cells, unsupported_features
+    from torch_neuronx.runtime import module_ties, printing
 
-if not hasattr(_torch, "neuron"):
-    _torch._register_device_module("neuron", _neuron_module)
-    _torch.utils.generate_methods_for_privateuse1_backend(
-        for_tensor=True, for_module=True, for_storage=True)
+    printing.install()
+    module_ties.install()
+    unsupported_features.install()
+    rnn_cells.install()
+    compile_inputs.install()
+    autograd_threads.install()
+    op_policy.push_to_driver()
+    op_policy.route_structured_ops_whole()
+    _C._set_strict(env.flag("TORCH_NEURONX_STRICT", False))
 
-from torch_neuronx.eager import op_policy as _op_policy  # noqa: E402
-from torch_neuronx.runtime import printing as _printing  # noqa: E402
+    # torch.neuron carries the compile layer's per-graph records, as torch_neuronx does; the
+    # runtime layer itself never imports compile/ (dynamo_metrics imports no Dynamo)
+    from torch_neuronx.compile import dynamo_metrics
 
-_printing.install()
+    runtime.get_dynamo_metrics = dynamo_metrics.get_dynamo_metrics
+    runtime.reset_dynamo_metrics = dynamo_metrics.reset_dynamo_metrics
 
-from torch_neuronx.runtime import module_ties as _module_ties  # noqa: E402
+    if torch.distributed.is_available():
+        from torch_neuronx import distributed
 
-_module_ties.install()
+        distributed.register()
 
-from torch_neuronx.eager import unsupported_features as _unsupported  # noqa: E402
 
-_unsupported.install()
+_install()
+del _install
 
-from torch_neuronx.eager import rnn_cells as _rnn_cells  # noqa: E402
-
-_rnn_cells.install()
-
-from torch_neuronx import compile_inputs as _compile_inputs  # noqa: E402
-
-_compile_inputs.install()
-
-from torch_neuronx.eager import autograd_threads as _autograd_threads  # noqa: E402
-
-_autograd_threads.install()
-
-_op_policy.push_to_driver()
-_op_policy.route_structured_ops_whole()
-_C._set_strict(_os.environ.get("TORCH_NEURONX_STRICT", "0").lower() in ("1", "true", "yes"))
-
-from torch_neuronx import metrics  # noqa: E402,F401
-from torch_neuronx.eager.tracking import (  # noqa: E402,F401
+from torch_neuronx import metrics, runtime  # noqa: E402
+from torch_neuronx.compile.dynamo_metrics import (  # noqa: E402
+    get_dynamo_metrics,
+    reset_dynamo_metrics,
+)
+from torch_neuronx.eager.tracking import (  # noqa: E402
     clear_op_tracking,
     get_executed_ops,
     get_fallback_ops,
 )
-from torch_neuronx.neuron import *  # noqa: E402,F401,F403
-from torch_neuronx.neuron import (  # noqa: E402,F401
-    get_dynamo_metrics,
-    reset_dynamo_metrics,
-)
+from torch_neuronx.runtime import *  # noqa: E402,F401,F403  (torch.neuron's API, name for name)
 
 
 def is_neuron_runtime_initialized() -> bool:
     return is_initialized()  # noqa: F405
 
 
-def _register_distributed() -> None:
-    from torch_neuronx import distributed as _dist
+__all__ = [
+    *runtime.__all__,
+    "clear_op_tracking",
+    "get_dynamo_metrics",
+    "get_executed_ops",
+    "get_fallback_ops",
+    "is_neuron_runtime_initialized",
+    "metrics",
+    "reset_dynamo_metrics",
+]
 
-    _dist.register()
+#: the package's public subpackages (layers), listed by dir() once imported
+_SUBPACKAGES = ("compile", "distributed", "eager", "nki", "perf", "runtime", "testing", "tools")
 
 
-if _torch.distributed.is_available():
-    _register_distributed()
+def __dir__():
+    names = set(__all__) | {n for n in globals() if n.startswith("__")}
+    names |= {n for n in _SUBPACKAGES if n in globals()}
+    return sorted(names)

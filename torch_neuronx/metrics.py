@@ -4,9 +4,19 @@ C++ counters (kernel plan cache: CompilationCache.InMemoryHits / InMemoryMisses 
 CompileTimeNs / Entries / Evictions; Runtime.HostReadSyncs) and Python-side counters
 (bumped by the compile and distributed layers) share one namespace.
 """
+
 from __future__ import annotations
 
 from torch_neuronx import _C
+
+__all__ = [
+    "clear_all",
+    "clear_counters",
+    "get_counter_names",
+    "get_counter_value",
+    "increment",
+    "report",
+]
 
 
 def increment(name: str, by: int = 1) -> None:

@@ -1,18 +1,15 @@
 """Shared fixtures for the torch.compile(backend="neuron") tests.
 
-The tests target the ``neuron`` device. ``TORCH_NEURONX_COMPILE_TEST_DEVICE=cpu`` runs the
-device-independent parts of the pipeline with CPU tensors standing in for neuron tensors
-(used while the core device layer was being written); tests that only make sense with a
-real neuron device are skipped then, with that reason.
+Dynamo finds the backend through the installed package's ``torch_dynamo_backends`` entry
+point, as in a user's program (test_registration checks that in a fresh process).
 """
+
 from __future__ import annotations
 
 import os
+
 import pytest
 import torch
-
-from neuron_compile_utils import DEVICE
-
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -41,21 +38,5 @@ def _fresh_dynamo():
 
 @pytest.fixture
 def device():
-    return torch.device(DEVICE)
-
-
-
-
-def _ensure_registered():
-    """In a checkout that is not pip-installed the entry point is missing; register by name
-    so the in-process tests can still use backend="neuron" (test_registration checks the
-    entry point itself, in a subprocess)."""
-    from torch._dynamo.backends.registry import list_backends
-
-    if "neuron" not in list_backends(exclude_tags=()):
-        from torch_neuronx.compile import register
-
-        register()
-
-
-_ensure_registered()
+    """The device the compiled programs run on."""
+    return torch.device("neuron")

@@ -4,6 +4,7 @@ only for the same graph, input metadata, options and versions; damaged entries a
 
 Dynamo's in-memory state is reset between compiles, so the second compile of a test takes
 the same path as a second process (the AOT and Inductor caches are read from disk)."""
+
 from __future__ import annotations
 
 import glob
@@ -12,8 +13,16 @@ import os
 
 import pytest
 import torch
+from torch._dynamo.exc import BackendCompilerFailed
 
-from torch_neuronx.compile import aot_cache, cache, get_dynamo_metrics, legality, reset_dynamo_metrics
+from torch_neuronx.compile import (
+    NeuronCompileError,
+    aot_cache,
+    cache,
+    get_dynamo_metrics,
+    legality,
+    reset_dynamo_metrics,
+)
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +86,10 @@ def test_second_compile_is_served_by_the_aot_cache(device):
     warm, out, grad = _compile_run(device, 6)
     assert warm["aot_cache"] == "hit" and warm["cache"] == "hit"
     # node counts come with the entry although nothing was traced
-    assert (warm["fw_node_count"], warm["bw_node_count"]) == (cold["fw_node_count"], cold["bw_node_count"])
+    assert (warm["fw_node_count"], warm["bw_node_count"]) == (
+        cold["fw_node_count"],
+        cold["bw_node_count"],
+    )
     assert warm["codegen_s"] > 0
     _check(6, out, grad)
 
@@ -104,7 +116,7 @@ def test_key_tag_names_options_threads_and_policy(monkeypatch):
         assert aot_cache.key_tag("neuron-default") != base  # CPU kernels specialise on it
     finally:
         torch.set_num_threads(old)
-    monkeypatch.setattr(legality, "_load_policy", lambda: (lambda name: ("native", "")))
+    monkeypatch.setattr(legality, "_load_policy", lambda: lambda name: ("native", ""))
     assert aot_cache.key_tag("neuron-default") is None  # unknown policy: no AOT cache
 
 
@@ -115,12 +127,15 @@ def test_replaced_policy_bypasses_the_aot_cache(device, monkeypatch):
     monkeypatch.setattr(
         legality,
         "_load_policy",
-        lambda: (lambda name: ("fallback", "injected") if name.startswith("aten::tanh") else real(name)),
+        lambda: (
+            lambda name: ("fallback", "injected") if name.startswith("aten::tanh") else real(name)
+        ),
     )
     torch._dynamo.reset()
     x, w = _inputs(device, 6)
-    with pytest.raises(Exception, match="aten::tanh"):
+    with pytest.raises(BackendCompilerFailed, match="aten::tanh") as info:
         torch.compile(_f, backend="neuron")(x, w)
+    assert isinstance(info.value.inner_exception, NeuronCompileError)
 
 
 def _entry_files(cache_dir):

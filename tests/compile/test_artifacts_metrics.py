@@ -1,4 +1,5 @@
 """Debug artifacts (TORCH_NEURONX_PRESERVE_COMPILATION_ARTIFACTS) and dynamo metrics."""
+
 from __future__ import annotations
 
 import os

@@ -5,7 +5,12 @@ compiling a tiny inference graph. To bound the suite's time (every child pays fo
 torch and Inductor) one child visits several cache directories in turn -- ``torch._dynamo``
 and Inductor's in-memory caches are reset between them, so each directory is used exactly as
 a fresh process would use it.
+
+Each child checks its compiled result against eager itself (a wrong result fails with the
+child's traceback) and reports, per directory, how the caches answered; the tests compare
+those reports across the stages of the scenario.
 """
+
 from __future__ import annotations
 
 import glob
@@ -15,22 +20,20 @@ import shutil
 
 import pytest
 
-from neuron_compile_utils import run_python, start_python
+from torch_neuronx.testing import child
 
 CHILD = """
 import json, os, sys, torch
-import torch_neuronx
-from torch_neuronx.compile import cache, get_dynamo_metrics, register, reset_dynamo_metrics
+from torch_neuronx.compile import cache, get_dynamo_metrics, reset_dynamo_metrics
 import torch._inductor.utils
-register()
-dev = os.environ["TORCH_NEURONX_COMPILE_TEST_DEVICE"]
 
 def f(x, w):
     return torch.relu(x @ w).sum(dim=1) * 0.5
 
-x = (torch.arange(12.0).reshape(3, 4) / 7).to(dev)
-w = (torch.arange(8.0).reshape(4, 2) - 3).to(dev)
-results = []
+x = (torch.arange(12.0).reshape(3, 4) / 7).to("neuron")
+w = (torch.arange(8.0).reshape(4, 2) - 3).to("neuron")
+expected = f(x.cpu(), w.cpu())
+reports = []
 for spec in json.loads(sys.argv[1]):
     os.environ.update(spec.get("env", {}))
     os.environ["TORCH_NEURONX_NEFF_CACHE_DIR"] = spec["dir"]
@@ -40,37 +43,32 @@ for spec in json.loads(sys.argv[1]):
     n_reports = len(cache.corruption_reports)
     with torch.no_grad():
         out = torch.compile(f, backend="neuron")(x, w)
-    results.append({
+    assert out.device.type == "neuron", out.device
+    torch.testing.assert_close(out.cpu(), expected, rtol=1e-5, atol=1e-6,
+                               msg=lambda m: f"{spec['dir']}: {m}")
+    reports.append({
         "dir": spec["dir"],
         "cache": [r["cache"] for r in get_dynamo_metrics()],
         "aot": [r["aot_cache"] for r in get_dynamo_metrics()],
-        "out": out.cpu().tolist(),
-        "expected": f(x.cpu(), w.cpu()).tolist(),
         "reports": len(cache.corruption_reports) - n_reports,
     })
     for k in spec.get("env", {}):
         os.environ.pop(k)
-print("RESULT" + json.dumps(results))
+print("REPORTS" + json.dumps(reports))
 """
 
 
 def _child(specs):
-    import sys
-    import textwrap
-
-    code = textwrap.dedent(CHILD)
-    return start_python(code + "\n", env={}, argv=[json.dumps(specs)])
+    return child.start(CHILD, argv=[json.dumps(specs)])
 
 
 def _results(proc):
     out, err = proc.communicate(timeout=900)
-    assert proc.returncode == 0, err[-4000:]
-    lines = [l for l in out.splitlines() if l.startswith("RESULT")]
-    assert lines, out[-2000:] + err[-4000:]
-    results = json.loads(lines[-1][len("RESULT"):])
-    for res in results:
-        assert res["out"] == pytest.approx(res["expected"], rel=1e-5, abs=1e-6), res
-    return {os.path.basename(r["dir"]): r for r in results}
+    assert proc.returncode == 0, f"child failed:\n{out[-2000:]}\n{err[-8000:]}"
+    lines = [line for line in out.splitlines() if line.startswith("REPORTS")]
+    assert len(lines) == 1, out[-2000:] + err[-4000:]
+    reports = json.loads(lines[0][len("REPORTS") :])
+    return {os.path.basename(r["dir"]): r for r in reports}
 
 
 def _manifests(cache_dir):
@@ -122,7 +120,12 @@ def scenario(tmp_path_factory):
     base = tmp_path_factory.mktemp("cache")
     warm, disabled, shared = base / "warm", base / "disabled", base / "shared"
     stage1 = _results(
-        _child([{"dir": str(warm)}, {"dir": str(disabled), "env": {"TORCH_NEURONX_NEFF_DISABLE_CACHE": "1"}}])
+        _child(
+            [
+                {"dir": str(warm)},
+                {"dir": str(disabled), "env": {"TORCH_NEURONX_NEFF_DISABLE_CACHE": "1"}},
+            ]
+        )
     )
     damaged = {}
     for how in DAMAGES:
@@ -134,7 +137,9 @@ def scenario(tmp_path_factory):
     stage2_concurrent = [_results(p) for p in concurrent]
     stage2_repair = _results(repair)
     stage3 = _results(
-        _child([{"dir": str(warm)}, {"dir": str(shared)}] + [{"dir": str(damaged[h])} for h in DAMAGES])
+        _child(
+            [{"dir": str(warm)}, {"dir": str(shared)}] + [{"dir": str(damaged[h])} for h in DAMAGES]
+        )
     )
     return {
         "stage1": stage1,

@@ -1,4 +1,5 @@
 """GPT-style training through torch.compile(backend="neuron") matches eager."""
+
 from __future__ import annotations
 
 import pytest
@@ -60,7 +61,7 @@ def test_mixed_mode_training_matches_eager(device):
             out.append(float(loss.detach().cpu()))
     assert losses_c == pytest.approx(losses_e, rel=1e-4, abs=1e-5)
     assert losses_c[-1] < losses_c[0]
-    for (n, p), q in zip(model.named_parameters(), eager.parameters()):
+    for (n, p), q in zip(model.named_parameters(), eager.parameters(), strict=True):
         torch.testing.assert_close(p.detach().cpu(), q.detach().cpu(), rtol=1e-4, atol=1e-5, msg=n)
     assert len(get_dynamo_metrics()) == 1  # same shapes: no recompilation
 
@@ -76,7 +77,7 @@ def test_compile_single_submodule(device):
     _, ref = eager(idx, tgt)
     ref.backward()
     torch.testing.assert_close(loss.cpu(), ref.cpu(), rtol=1e-5, atol=1e-6)
-    for (n, p), q in zip(model.named_parameters(), eager.parameters()):
+    for (n, p), q in zip(model.named_parameters(), eager.parameters(), strict=True):
         torch.testing.assert_close(p.grad.cpu(), q.grad.cpu(), rtol=1e-4, atol=1e-6, msg=n)
     records = get_dynamo_metrics()
     assert len(records) == 1 and records[0]["bw_node_count"] > 0

@@ -1,6 +1,9 @@
 """A CPU batch fed to a compiled module whose parameters are on neuron (issue 4, rule 3)."""
+
 import pytest
 import torch
+
+from torch_neuronx.compile import NeuronCompileError
 
 
 def _model():
@@ -22,5 +25,9 @@ def test_cpu_batch_is_an_error_without_autocopy(monkeypatch):
     monkeypatch.setenv("TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY", "1")
     torch._dynamo.reset()
     c = torch.compile(_model(), backend="neuron")
-    with pytest.raises(Exception, match="(?i)device"):
+    with pytest.raises(
+        NeuronCompileError,
+        match=r"input 0 \(argument 'input'\) is a CPU tensor, "
+        "and TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY=1",
+    ):
         c(torch.randn(2, 4))

@@ -1,34 +1,28 @@
 """Backend registration: the ``torch_dynamo_backends`` entry point and set_default_backend."""
-from __future__ import annotations
 
-import json
+from __future__ import annotations
 
 import torch
 
-from neuron_compile_utils import run_python
+from torch_neuronx.testing import child
 
 
 def test_backend_found_by_name_without_importing_torch_neuronx():
     """A user script that never imports torch_neuronx can say backend="neuron"."""
-    code = """
-    import json, os, sys, torch
-    from torch._dynamo.backends.registry import list_backends, lookup_backend
-    fn = lookup_backend("neuron")
-    dev = os.environ["TORCH_NEURONX_COMPILE_TEST_DEVICE"]
-    out = torch.compile(lambda x: x * 2 + 1, backend="neuron")(torch.ones(3, device=dev))
-    print("RESULT" + json.dumps({
-        "listed": "neuron" in list_backends(),
-        "fn": f"{fn.__module__}:{fn.__name__}",
-        "out": out.cpu().tolist(),
-    }))
-    """
-    proc = run_python(code, env={"PYTHONPATH": ""})  # only the installed package
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT")][-1]
-    res = json.loads(line[len("RESULT"):])
-    assert res["listed"]
-    assert res["fn"] == "torch_neuronx.compile.backend:neuron_backend"
-    assert res["out"] == [3.0, 3.0, 3.0]
+    child.run_ok(
+        """
+        import torch
+        from torch._dynamo.backends.registry import list_backends, lookup_backend
+        fn = lookup_backend("neuron")
+        assert "neuron" in list_backends(), list_backends()
+        name = f"{fn.__module__}:{fn.__name__}"
+        assert name == "torch_neuronx.compile.backend:neuron_backend", name
+        out = torch.compile(lambda x: x * 2 + 1, backend="neuron")(torch.ones(3, device="neuron"))
+        assert out.device.type == "neuron", out.device
+        assert out.cpu().tolist() == [3.0, 3.0, 3.0], out
+        """,
+        env={"PYTHONPATH": ""},
+    )  # only the installed package
 
 
 def test_set_default_backend_makes_plain_compile_use_neuron(device):

@@ -1,4 +1,5 @@
 """Input mutation, aliasing and placement behave as in eager."""
+
 from __future__ import annotations
 
 import torch

@@ -1,4 +1,5 @@
 """torch.autocast("neuron") and GradScaler (issue 2, point 7)."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -9,12 +10,12 @@ def test_autocast_follows_cuda_lists(dtype):
     a = torch.randn(8, 8, device="neuron")
     b = torch.randn(8, 8, device="neuron")
     with torch.autocast("neuron", dtype=dtype):
-        assert (a @ b).dtype == dtype                       # lower precision list
+        assert (a @ b).dtype == dtype  # lower precision list
         assert F.linear(a, b).dtype == dtype
         assert torch.softmax(a, -1).dtype == torch.float32  # fp32 list
         assert F.layer_norm(a, (8,)).dtype == torch.float32
         assert torch.addmm(a, a, b).dtype == dtype
-        assert (a.to(dtype) + b).dtype == torch.float32     # promotion outside the lists
+        assert (a.to(dtype) + b).dtype == torch.float32  # promotion outside the lists
     assert (a @ b).dtype == torch.float32
 
 

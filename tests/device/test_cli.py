@@ -1,4 +1,5 @@
 """torch-neuronx command line (issue 2, point 11)."""
+
 import json
 import os
 import subprocess
@@ -19,8 +20,15 @@ def test_verify_passes():
 
 
 def test_verify_fails_without_devices():
-    r = run("verify", env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "1", "NEURON_RT_VISIBLE_CORES": "0",
-                           "NEURON_RT_NUM_CORES": "1", "TORCH_NEURONX_HBM_PER_CORE": "1KiB"})
+    r = run(
+        "verify",
+        env={
+            "TORCH_DEVICE_BACKEND_AUTOLOAD": "1",
+            "NEURON_RT_VISIBLE_CORES": "0",
+            "NEURON_RT_NUM_CORES": "1",
+            "TORCH_NEURONX_HBM_PER_CORE": "1KiB",
+        },
+    )
     # 1 KiB of HBM cannot hold the verification matmul: verify must report failure, not crash.
     assert r.returncode == 1, r.stdout + r.stderr
     assert "FAIL" in r.stdout
@@ -41,7 +49,9 @@ def test_ops_json_covers_every_aten_op():
     assert r.returncode == 0, r.stderr
     rows = json.loads(r.stdout)
     names = {row["op"] for row in rows}
-    aten = {n.split(".")[0] for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")}
+    aten = {
+        n.split(".")[0] for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")
+    }
     assert aten <= names
     assert all(set(row) == {"op", "status", "reason"} for row in rows)
     status = {row["op"]: row["status"] for row in rows}

@@ -1,4 +1,5 @@
 """RNG: per-device generators, reproducibility, state round trips (issue 2, point 6)."""
+
 import pytest
 import torch
 
@@ -27,8 +28,11 @@ def test_manual_seed_reproduces(name):
     a, b = draw(), draw()
     assert torch.equal(a, b)
     torch.manual_seed(4321)
-    c = (torch.nn.functional.dropout(torch.ones(256, device=DEV), 0.5) if name == "dropout"
-         else SAMPLERS[name](None)).cpu()
+    c = (
+        torch.nn.functional.dropout(torch.ones(256, device=DEV), 0.5)
+        if name == "dropout"
+        else SAMPLERS[name](None)
+    ).cpu()
     if name not in ("multinomial",):  # 5 of 10 equal weights can coincide; others cannot
         assert not torch.equal(a, c)
 
@@ -61,15 +65,26 @@ def test_get_set_rng_state_round_trip():
     x = [torch.rand(4, device=f"neuron:{i}").cpu() for i in range(2)]
     torch.neuron.set_rng_state_all(states)
     y = [torch.rand(4, device=f"neuron:{i}").cpu() for i in range(2)]
-    assert all(torch.equal(p, q) for p, q in zip(x, y))
+    assert all(torch.equal(p, q) for p, q in zip(x, y, strict=True))
+
+
+def _initial_seeds():
+    seeds = []
+    for i in range(torch.neuron.device_count()):
+        with torch.neuron.device(i):
+            seeds.append(torch.neuron.initial_seed())
+    return seeds
 
 
 def test_seed_functions():
     torch.neuron.manual_seed_all(99)
-    assert torch.neuron.initial_seed() == 99
-    torch.neuron.seed()
-    torch.neuron.seed_all()
-    assert isinstance(torch.neuron.initial_seed(), int)
+    assert _initial_seeds() == [99] * 4
+    torch.neuron.seed()  # a fresh non-deterministic 64-bit seed, current device only
+    fresh = _initial_seeds()
+    assert fresh[0] != 99 and fresh[1:] == [99] * 3, fresh
+    torch.neuron.seed_all()  # one fresh seed, shared by every device
+    shared = _initial_seeds()
+    assert len(set(shared)) == 1 and shared[0] not in (99, fresh[0]), shared
 
 
 def test_per_device_generators_differ():

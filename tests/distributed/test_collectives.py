@@ -3,29 +3,63 @@
 One 2-rank launch per backend string runs all checks (process start-up dominates the
 cost on the CI machine); each check is then asserted as its own pytest case.
 """
-import pytest
 
+import pytest
 from _launch import launch
 
 BACKENDS = ["neuron", "cpu:gloo,neuron:neuron"]
 
 CHECKS = [
-    "all_reduce_sum", "all_reduce_product", "all_reduce_min", "all_reduce_max", "all_reduce_avg",
-    "all_reduce_premul_sum", "all_reduce_sum_bf16", "all_reduce_sum_fp16", "all_reduce_sum_int64",
-    "all_reduce_max_int32", "all_reduce_avg_bf16", "all_reduce_band_int64", "all_reduce_bxor_int32", "all_gather", "all_gather_into_tensor",
-    "reduce_scatter", "reduce_scatter_tensor", "reduce_scatter_tensor_premul_sum",
-    "all_reduce_premul_sum_tensor_factor", "reduce_scatter_tensor_premul_sum_tensor_factor",
+    "all_reduce_sum",
+    "all_reduce_product",
+    "all_reduce_min",
+    "all_reduce_max",
+    "all_reduce_avg",
+    "all_reduce_premul_sum",
+    "all_reduce_sum_bf16",
+    "all_reduce_sum_fp16",
+    "all_reduce_sum_int64",
+    "all_reduce_max_int32",
+    "all_reduce_avg_bf16",
+    "all_reduce_band_int64",
+    "all_reduce_bxor_int32",
+    "all_gather",
+    "all_gather_into_tensor",
+    "reduce_scatter",
+    "reduce_scatter_premul_sum",
+    "reduce_scatter_tensor",
+    "reduce_scatter_tensor_premul_sum",
+    "all_reduce_premul_sum_tensor_factor",
+    "reduce_scatter_tensor_premul_sum_tensor_factor",
     "broadcast",
-    "reduce", "gather", "scatter", "all_to_all", "all_to_all_single_uneven",
-    "all_to_all_single_even", "barrier", "coalesced", "all_reduce_coalesced", "send_recv",
+    "reduce",
+    "reduce_premul_sum",
+    "gather",
+    "scatter",
+    "all_to_all",
+    "all_to_all_single_uneven",
+    "all_to_all_single_even",
+    "barrier",
+    "coalesced",
+    "all_reduce_coalesced",
+    "all_reduce_coalesced_premul_sum",
+    "send_recv",
     "batch_isend_irecv",
 ]
 NAMES = [f"{c}[{m}]" for c in CHECKS for m in ("sync", "async")] + [
-    "new_group:all_reduce_sum", "new_group:all_gather_into_tensor",
-    "new_group:reduce_scatter_tensor", "new_group:broadcast", "new_group:all_to_all_single_uneven",
-    "new_group:barrier", "new_group:send_recv", "single_rank_group:all_reduce_max",
-    "single_rank_group:barrier", "single_rank_group:all_gather",
-    "work_future_shares_device_memory", "device_is_local_rank", "hot_op_kernels",
+    "new_group:all_reduce_sum",
+    "new_group:all_gather_into_tensor",
+    "new_group:reduce_scatter_tensor",
+    "new_group:broadcast",
+    "new_group:all_to_all_single_uneven",
+    "new_group:barrier",
+    "new_group:send_recv",
+    "single_rank_group:all_reduce_max",
+    "single_rank_group:barrier",
+    "single_rank_group:all_gather",
+    "work_future_shares_device_memory",
+    "device_is_local_rank",
+    "c10d_kernels_in_driver",
 ]
 
 _cache = {}
@@ -61,22 +95,3 @@ def test_split_group(backend, tmp_path_factory):
     for r, res in enumerate(_run(backend, tmp_path_factory)):
         for name in ("split_group", "split_group_partial"):
             assert res[name]["ok"], f"rank {r} {name}: {res[name]['error']}\n{res[name]['trace']}"
-
-
-# The four hot ops (allreduce_, _allgather_base_, _reduce_scatter_base_, broadcast_) have C++
-# kernels; the Python kernels that TORCH_NEURONX_DIST_FAST_PATH=0 selects must give the same
-# results (they are also the fallback when the driver lacks the C++ kernels).
-HOT = ["all_reduce_sum", "all_reduce_max", "all_reduce_premul_sum",
-       "all_reduce_premul_sum_tensor_factor", "all_gather_into_tensor", "reduce_scatter_tensor",
-       "reduce_scatter_tensor_premul_sum", "reduce_scatter_tensor_premul_sum_tensor_factor",
-       "broadcast"]
-
-
-def test_hot_ops_python_kernels(tmp_path):
-    res = launch("collectives.py", tmp_path, nprocs=2, args=["neuron"], timeout=150,
-                 env={"TORCH_NEURONX_DIST_FAST_PATH": "0", "NX_ONLY": ",".join(HOT)}).check()
-    for r in range(2):
-        got = res.results(r)
-        for name in ["hot_op_kernels"] + [f"{c}[{m}]" for c in HOT for m in ("sync", "async")]:
-            assert name in got, f"rank {r} did not run {name}"
-            assert got[name]["ok"], f"rank {r} {name}: {got[name]['error']}\n{got[name]['trace']}"

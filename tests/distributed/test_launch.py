@@ -1,5 +1,6 @@
 """Point 1: registration at autoload, torchrun launch (K = 4 visible cores), device binding
 neuron:LOCAL_RANK, init_device_mesh, and a 2-node x 2-process rendezvous on loopback."""
+
 import json
 
 from _launch import free_port, torchrun
@@ -19,13 +20,18 @@ def _assert_ok(results):
 
 def test_torchrun_single_node_four_cores(tmp_path):
     port = free_port()
-    res = torchrun("launch_check.py", tmp_path, [[
-        "--nproc_per_node", "4", "--master_addr", "127.0.0.1", "--master_port", str(port)]],
-        args=["neuron"], timeout=180).check()
+    torchrun(
+        "launch_check.py",
+        tmp_path,
+        [["--nproc_per_node", "4", "--master_addr", "127.0.0.1", "--master_port", str(port)]],
+        args=["neuron"],
+        timeout=180,
+    ).check()
     results = _all_results(tmp_path, 4)
     _assert_ok(results)
-    binding = sorted((r["device_is_neuron_local_rank"]["value"] for r in results),
-                     key=lambda b: b["rank"])
+    binding = sorted(
+        (r["device_is_neuron_local_rank"]["value"] for r in results), key=lambda b: b["rank"]
+    )
     assert [b["device"] for b in binding] == [f"neuron:{i}" for i in range(4)]
     assert all(b["device_count"] >= 4 for b in binding)  # default profile: 4 logical cores
     assert all(r["backend"] == "neuron" for r in results)
@@ -35,15 +41,30 @@ def test_torchrun_single_node_four_cores(tmp_path):
 
 def test_torchrun_two_nodes_loopback(tmp_path):
     port = free_port()
-    common = ["--nnodes", "2", "--nproc_per_node", "2", "--rdzv_backend", "c10d",
-              "--rdzv_endpoint", f"127.0.0.1:{port}", "--rdzv_id", "nx-two-nodes"]
-    res = torchrun("launch_check.py", tmp_path,
-                   [common + ["--node_rank", "0"], common + ["--node_rank", "1"]],
-                   args=["cpu:gloo,neuron:neuron"], timeout=180).check()
+    common = [
+        "--nnodes",
+        "2",
+        "--nproc_per_node",
+        "2",
+        "--rdzv_backend",
+        "c10d",
+        "--rdzv_endpoint",
+        f"127.0.0.1:{port}",
+        "--rdzv_id",
+        "nx-two-nodes",
+    ]
+    torchrun(
+        "launch_check.py",
+        tmp_path,
+        [common + ["--node_rank", "0"], common + ["--node_rank", "1"]],
+        args=["cpu:gloo,neuron:neuron"],
+        timeout=180,
+    ).check()
     results = _all_results(tmp_path, 4)
     _assert_ok(results)
-    binding = sorted((r["device_is_neuron_local_rank"]["value"] for r in results),
-                     key=lambda b: b["rank"])
+    binding = sorted(
+        (r["device_is_neuron_local_rank"]["value"] for r in results), key=lambda b: b["rank"]
+    )
     assert sorted(b["rank"] for b in binding) == [0, 1, 2, 3]
     # two ranks per node: local ranks 0,1 on each node; device index == local rank
     assert sorted(b["local_rank"] for b in binding) == [0, 0, 1, 1]

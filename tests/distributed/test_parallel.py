@@ -1,22 +1,23 @@
 """Point 3: DDP, FSDP2 (+ MixedPrecisionPolicy), DTensor TP/SP, 2-stage pipelining,
 functional collectives (eager and compiled with backend="neuron"), and DCP with a
 sharded FSDP2 model; each checked against a single-process run (1e-5)."""
-import importlib.util
 
 import pytest
-
 from _launch import launch
 
-SCENARIOS = ["ddp", "ddp_comm_hook", "fsdp2", "fsdp2_mixed_precision", "dcp_fsdp2", "tensor_parallel",
-             "sequence_parallel", "pipeline_2_stages", "funcol_eager", "funcol_compiled"]
+SCENARIOS = [
+    "ddp",
+    "ddp_comm_hook",
+    "fsdp2",
+    "fsdp2_mixed_precision",
+    "dcp_fsdp2",
+    "tensor_parallel",
+    "sequence_parallel",
+    "pipeline_2_stages",
+    "funcol_eager",
+    "funcol_compiled",
+]
 _cache = {}
-
-
-def _compile_backend_available():
-    try:
-        return importlib.util.find_spec("torch_neuronx.compile.backend") is not None
-    except ModuleNotFoundError:
-        return False
 
 
 def _results(tmp_path_factory):
@@ -34,7 +35,5 @@ def _results(tmp_path_factory):
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_parallelism_api(scenario, tmp_path_factory):
-    if scenario == "funcol_compiled" and not _compile_backend_available():
-        pytest.skip("torch.compile backend 'neuron' (torch_neuronx.compile.backend) is not built")
     for r, res in enumerate(_results(tmp_path_factory)):
         assert res[scenario]["ok"], f"rank {r}: {res[scenario]['error']}\n{res[scenario]['trace']}"

@@ -1,5 +1,4 @@
 """Op policy, tracking, strict mode, kernel plan cache, dtype policy (issue 3, points 2-4, 6)."""
-import warnings
 
 import pytest
 import torch
@@ -20,7 +19,7 @@ def test_policy_table_classifies():
 
 
 def test_fallback_runs_correctly_warns_once_and_is_tracked(py):
-    r = py("""
+    py("""
         import warnings, torch, torch_neuronx
         a = torch.randn(4, 4)
         torch_neuronx.clear_op_tracking()
@@ -29,14 +28,16 @@ def test_fallback_runs_correctly_warns_once_and_is_tracked(py):
             q1, r1 = torch.linalg.qr(a.to('neuron'))
             q2, r2 = torch.linalg.qr(a.to('neuron'))
         msgs = [str(m.message) for m in w if 'CPU fallback' in str(m.message)]
+        assert len(msgs) == 1, msgs
+        assert msgs[0].startswith("Operator 'aten::linalg_qr' executed via CPU fallback"), msgs[0]
         qc, rc = torch.linalg.qr(a)
-        print(len(msgs), msgs[0].startswith("Operator 'aten::linalg_qr' executed via CPU fallback"),
-              torch.allclose(q1.cpu(), qc, atol=1e-5), q1.device.type)
-        print('aten::linalg_qr' in torch_neuronx.get_fallback_ops(),
-              'aten::linalg_qr' not in torch_neuronx.get_executed_ops())
+        assert q1.device.type == 'neuron' and r1.device.type == 'neuron'
+        # the fallback runs the CPU kernel: the same bits
+        torch.testing.assert_close(q1.cpu(), qc, rtol=0, atol=0)
+        torch.testing.assert_close(r1.cpu(), rc, rtol=0, atol=0)
+        assert 'aten::linalg_qr' in torch_neuronx.get_fallback_ops()
+        assert 'aten::linalg_qr' not in torch_neuronx.get_executed_ops()
         """)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["1", "True", "True", "neuron", "True", "True"]
 
 
 def test_executed_ops_and_clear():
@@ -51,17 +52,20 @@ def test_executed_ops_and_clear():
 
 
 def test_strict_mode_turns_fallback_into_error(py):
-    r = py("""
+    py(
+        """
         import torch
         x = torch.randn(3, 3, device='neuron')
         y = (x @ x).sum()              # native ops are fine
         try:
             torch.linalg.qr(x)
         except RuntimeError as e:
-            print('refused', 'aten::linalg_qr' in str(e), 'TORCH_NEURONX_STRICT' in str(e))
-        """, env={"TORCH_NEURONX_STRICT": "1"})
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["refused", "True", "True"]
+            assert 'aten::linalg_qr' in str(e) and 'TORCH_NEURONX_STRICT' in str(e), e
+        else:
+            raise AssertionError('a CPU fallback ran in strict mode')
+        """,
+        env={"TORCH_NEURONX_STRICT": "1"},
+    )
 
 
 def test_plan_cache_hits_and_misses():
@@ -77,21 +81,28 @@ def test_plan_cache_hits_and_misses():
     torch.randn(11, 13, device="neuron") + 1.5  # a new signature compiles a new plan
     assert m.get_counter_value("CompilationCache.InMemoryMisses") > misses
     names = m.get_counter_names()
-    for n in ("CompilationCache.InMemoryHits", "CompilationCache.InMemoryMisses",
-              "CompilationCache.CompileTimeNs", "CompilationCache.Entries"):
+    for n in (
+        "CompilationCache.InMemoryHits",
+        "CompilationCache.InMemoryMisses",
+        "CompilationCache.CompileTimeNs",
+        "CompilationCache.Entries",
+    ):
         assert n in names
 
 
 def test_plan_cache_bound(py):
-    r = py("""
+    py(
+        """
         import torch, torch_neuronx
         for n in range(1, 40):
             torch.ones(n, device='neuron') + 1
-        print(torch_neuronx.metrics.get_counter_value('CompilationCache.Entries') <= 10,
-              torch_neuronx.metrics.get_counter_value('CompilationCache.Evictions') > 0)
-        """, env={"NEURON_COMPILATION_CACHE_MAX_ENTRIES": "10"})
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["True", "True"]
+        entries = torch_neuronx.metrics.get_counter_value('CompilationCache.Entries')
+        evictions = torch_neuronx.metrics.get_counter_value('CompilationCache.Evictions')
+        assert entries <= 10, entries
+        assert evictions > 0, evictions
+        """,
+        env={"NEURON_COMPILATION_CACHE_MAX_ENTRIES": "10"},
+    )
 
 
 def test_float64_lives_on_device_bit_exact():
@@ -105,7 +116,9 @@ def test_float64_lives_on_device_bit_exact():
 def test_float64_inplace_writes_back():
     d = torch.ones(3, dtype=torch.float64, device="neuron")
     d.mul_(2.5)
-    assert d.dtype == torch.float64 and torch.equal(d.cpu(), torch.full((3,), 2.5, dtype=torch.float64))
+    assert d.dtype == torch.float64 and torch.equal(
+        d.cpu(), torch.full((3,), 2.5, dtype=torch.float64)
+    )
     src = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, device="neuron")
     before = src.cpu().clone()
     _ = src * 3  # inputs that are only read are not rewritten
@@ -113,48 +126,62 @@ def test_float64_inplace_writes_back():
 
 
 def test_sparse_and_nested_errors():
-    with pytest.raises((RuntimeError, NotImplementedError), match="torch.sparse"):
+    with pytest.raises(NotImplementedError, match=r"torch\.sparse"):
         torch.ones(2, 2, device="neuron").to_sparse()
-    with pytest.raises((RuntimeError, NotImplementedError), match="torch.nested"):
+    with pytest.raises(
+        NotImplementedError,
+        match=r"\(torch\.nested\) are not supported on the "
+        r"neuron device\. Pad the sequences",
+    ):
         torch.nested.nested_tensor([torch.ones(2), torch.ones(3)], device="neuron")
 
 
 def test_torch_func_and_distributions_warn_and_compute(py):
-    r = py("""
+    py("""
         import warnings, torch
         x = torch.randn(5, device='neuron')
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter('always')
             g = torch.func.grad(lambda t: (t * t).sum())(x)
             v = torch.vmap(torch.sin)(x)
-            d = torch.distributions.Normal(torch.zeros(2, device='neuron'), torch.ones(2, device='neuron'))
+            d = torch.distributions.Normal(torch.zeros(2, device='neuron'),
+                                           torch.ones(2, device='neuron'))
             lp = d.log_prob(torch.zeros(2, device='neuron'))
-        func = [m for m in w if 'torch.func' in str(m.message)]
-        dist = [m for m in w if 'torch.distributions' in str(m.message)]
-        print(len(func), len(dist), torch.allclose(g.cpu(), 2 * x.cpu()), torch.allclose(v.cpu(), x.cpu().sin()),
-              torch.allclose(lp.cpu(), torch.distributions.Normal(0., 1.).log_prob(torch.zeros(2))))
+        func = [str(m.message) for m in w if 'torch.func' in str(m.message)]
+        dist = [str(m.message) for m in w if 'torch.distributions' in str(m.message)]
+        assert len(func) == 1, func
+        assert len(dist) == 1, dist
+        # eager kernels are CPU kernels: the same bits as on CPU
+        xc = x.cpu()
+        g_cpu = torch.func.grad(lambda t: (t * t).sum())(xc)
+        lp_cpu = torch.distributions.Normal(0., 1.).log_prob(torch.zeros(2))
+        torch.testing.assert_close(g.cpu(), g_cpu, rtol=0, atol=0)
+        torch.testing.assert_close(v.cpu(), xc.sin(), rtol=0, atol=0)
+        torch.testing.assert_close(lp.cpu(), lp_cpu, rtol=0, atol=0)
         """)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["1", "1", "True", "True", "True"]
 
 
 def test_torch_func_is_an_error_when_strict(py):
-    r = py("""
+    py(
+        """
         import torch
         x = torch.randn(5, device='neuron')
-        for f in (lambda: torch.func.grad(lambda t: (t * t).sum())(x),
-                  lambda: torch.distributions.Normal(x, x.abs() + 1)):
+        cases = (('torch.func', lambda: torch.func.grad(lambda t: (t * t).sum())(x)),
+                 ('torch.distributions', lambda: torch.distributions.Normal(x, x.abs() + 1)))
+        for name, f in cases:
             try:
-                f(); print('ran')
+                f()
             except RuntimeError as e:
-                print('refused')
-        """, env={"TORCH_NEURONX_STRICT": "1"})
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["refused", "refused"]
+                assert name in str(e) and 'TORCH_NEURONX_STRICT' in str(e), e
+            else:
+                raise AssertionError(f'{name} ran on neuron in strict mode')
+        """,
+        env={"TORCH_NEURONX_STRICT": "1"},
+    )
 
 
 def test_fft_policy_documented():
     assert op_policy.policy_for("aten::_fft_r2c")[0] == "native"
     x = torch.randn(16)
     got = torch.fft.rfft(x.to("neuron")).cpu()
-    torch.testing.assert_close(got, torch.fft.rfft(x))
+    torch.testing.assert_close(got, torch.fft.rfft(x), rtol=0, atol=0)

@@ -8,23 +8,21 @@ in-place) and ``integer`` (integer and bool dtypes, functional and in-place); pl
 By default a deterministic sample runs (every op and category, a stable subset of the
 samples, three integer dtypes per op). ``TORCH_NEURONX_TEST_FULL=1`` (``make test-full``)
 runs every sample of every supported dtype. The shared logic lives in
-``opinfo_harness.py``; ``tools/coverage_sweep.py`` runs the full sweep and writes
-``docs/coverage.md``.
+``torch_neuronx/testing/opinfo.py``; ``python -m torch_neuronx.tools.coverage_sweep`` runs
+the full sweep and writes ``docs/coverage.md``.
 
 ``TORCH_NEURONX_OPINFO_DEVICE=cpu`` runs the harness CPU against CPU (a self-check).
 """
+
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
+import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_neuronx.runtime import env
+from torch_neuronx.testing import opinfo as H
 
-import opinfo_harness as H  # noqa: E402
-
-DEVICE, DEVICE_WHY = H.device_under_test()
+DEVICE = H.device_under_test()
 PLAN = H.plan_from_env()
 
 _OPS = H.load_op_db()
@@ -39,12 +37,10 @@ _PARAMS = [
 
 @pytest.mark.parametrize("op_index,category", _PARAMS)
 def test_opinfo(op_index, category):
-    if DEVICE is None:
-        pytest.skip(f"device under test unavailable ({DEVICE_WHY})")
     op = _OPS[op_index]
     key = H.op_key(op)
     crash = H.KNOWN_CRASHES.get(key, {}).get(category)
-    if crash and DEVICE != "cpu" and os.environ.get("TORCH_NEURONX_OPINFO_RUN_CRASHERS") != "1":
+    if crash and DEVICE != "cpu" and not env.flag("TORCH_NEURONX_OPINFO_RUN_CRASHERS"):
         pytest.xfail(f"known crash, not run (TORCH_NEURONX_OPINFO_RUN_CRASHERS=1 runs it): {crash}")
     results = H.run_op_category(op, category, DEVICE, PLAN)
     failures = [r for r in results if r.status == H.FAIL]
@@ -52,14 +48,20 @@ def test_opinfo(op_index, category):
     if not compared:
         reasons = sorted({f"{r.status}: {r.reason}" for r in results})
         if any(r.status == H.UNSUPPORTED for r in results):
-            pytest.skip(f"{key} [{category}] is unsupported on neuron by policy: "
-                        + "; ".join(reasons)[:300])
-        pytest.skip(f"no sample of {key} [{category}] is comparable: "
-                    + ("; ".join(reasons)[:300] or "no samples"))
+            pytest.skip(
+                f"{key} [{category}] is unsupported on neuron by policy: "
+                + "; ".join(reasons)[:300]
+            )
+        pytest.skip(
+            f"no sample of {key} [{category}] is comparable: "
+            + ("; ".join(reasons)[:300] or "no samples")
+        )
     if failures:
         known = H.KNOWN_FAILURES.get(key, {}).get(category) if DEVICE != "cpu" else None
-        msg = (f"{len(failures)}/{len(compared)} samples of {key} [{category}] differ "
-               f"from CPU on {DEVICE}:\n{H.summarize_failures(failures)}")
+        msg = (
+            f"{len(failures)}/{len(compared)} samples of {key} [{category}] differ "
+            f"from CPU on {DEVICE}:\n{H.summarize_failures(failures)}"
+        )
         if known:
             pytest.xfail(f"known failure: {known}\n{msg}")
         pytest.fail(msg, pytrace=False)
@@ -69,25 +71,29 @@ _MODULES = H.load_module_db()
 
 
 @pytest.mark.parametrize("category", ["float32", "grad"])
-@pytest.mark.parametrize("module_index", range(len(_MODULES)),
-                         ids=[m.name for m in _MODULES])
+@pytest.mark.parametrize("module_index", range(len(_MODULES)), ids=[m.name for m in _MODULES])
 def test_module(module_index, category):
     """RNN/LSTM/GRU (and cells), MultiheadAttention and Transformer layers from
     common_modules.module_db: outputs, and input + parameter gradients, against CPU."""
-    if DEVICE is None:
-        pytest.skip(f"device under test unavailable ({DEVICE_WHY})")
     minfo = _MODULES[module_index]
     results = H.run_module(minfo, DEVICE, PLAN, category)
     failures = [r for r in results if r.status == H.FAIL]
     compared = [r for r in results if r.status in (H.PASS, H.FAIL)]
     if not compared:
-        pytest.skip(f"no sample of {minfo.name} [{category}] is comparable: "
-                    + "; ".join(sorted({r.reason for r in results}))[:300])
+        pytest.skip(
+            f"no sample of {minfo.name} [{category}] is comparable: "
+            + "; ".join(sorted({r.reason for r in results}))[:300]
+        )
     if failures:
-        msg = (f"{len(failures)}/{len(compared)} samples of {minfo.name} [{category}] "
-               f"differ from CPU on {DEVICE}:\n{H.summarize_failures(failures)}")
-        known = (H.KNOWN_FAILURES.get(f"module:{minfo.name}", {}).get(category)
-                 if DEVICE != "cpu" else None)
+        msg = (
+            f"{len(failures)}/{len(compared)} samples of {minfo.name} [{category}] "
+            f"differ from CPU on {DEVICE}:\n{H.summarize_failures(failures)}"
+        )
+        known = (
+            H.KNOWN_FAILURES.get(f"module:{minfo.name}", {}).get(category)
+            if DEVICE != "cpu"
+            else None
+        )
         if known:
             pytest.xfail(f"known failure: {known}\n{msg}")
         pytest.fail(msg, pytrace=False)
@@ -95,9 +101,7 @@ def test_module(module_index, category):
 
 def test_harness_preserves_layout():
     """clone_tensor keeps sizes, strides, storage offset and overlap."""
-    import torch
-
-    dev = DEVICE or "cpu"
+    dev = DEVICE
     base = torch.arange(24.0).reshape(4, 6)
     cases = [
         base,
@@ -114,7 +118,7 @@ def test_harness_preserves_layout():
         assert c.shape == t.shape and c.stride() == t.stride()
         assert c.storage_offset() == t.storage_offset()
         assert c.dtype == t.dtype
-        torch.testing.assert_close(c.cpu(), t)
+        assert torch.equal(c.cpu(), t)  # a copy: the same bits
     g = torch.randn(3, 2, requires_grad=True)
     c = H.clone_tensor(g.t(), dev)
     assert c.requires_grad and c.is_leaf and c.stride() == (1, 2)
@@ -122,19 +126,25 @@ def test_harness_preserves_layout():
 
 def test_harness_detects_mismatch():
     """The comparison is not vacuous: wrong values, dtype, shape and device fail."""
-    import torch
-
     e = torch.ones(3)
-    for bad, kind in [(torch.full((3,), 2.0), "values"), (torch.ones(3, dtype=torch.float64), "dtype"),
-                      (torch.ones(4), "shape")]:
+    for bad, kind in [
+        (torch.full((3,), 2.0), "values"),
+        (torch.ones(3, dtype=torch.float64), "dtype"),
+        (torch.ones(4), "shape"),
+    ]:
         with pytest.raises(H.Mismatch) as info:
             H.compare(bad, e, device_type="cpu", atol=1e-5, rtol=1e-6, check_strides=False)
         assert info.value.kind == kind
     with pytest.raises(H.Mismatch) as info:
-        H.compare(torch.ones(3), e, device_type="neuron", atol=1e-5, rtol=1e-6,
-                  check_strides=False)
+        H.compare(torch.ones(3), e, device_type="neuron", atol=1e-5, rtol=1e-6, check_strides=False)
     assert info.value.kind == "device"
     with pytest.raises(H.Mismatch) as info:
-        H.compare(torch.ones(3, 2).t(), torch.ones(2, 3), device_type="cpu", atol=0, rtol=0,
-                  check_strides=True)
+        H.compare(
+            torch.ones(3, 2).t(),
+            torch.ones(2, 3),
+            device_type="cpu",
+            atol=0,
+            rtol=0,
+            check_strides=True,
+        )
     assert info.value.kind == "stride"

@@ -8,22 +8,17 @@ Here their distributions are checked: sample moments within ~6 standard errors
 
 ``TORCH_NEURONX_OPINFO_DEVICE=cpu`` runs the same checks on CPU (self-check).
 """
+
 from __future__ import annotations
 
 import math
-import os
-import sys
 
 import pytest
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_neuronx.testing.opinfo import device_under_test
 
-import opinfo_harness as H  # noqa: E402
-
-DEVICE, DEVICE_WHY = H.device_under_test()
-pytestmark = pytest.mark.skipif(DEVICE is None,
-                                reason=f"device under test unavailable ({DEVICE_WHY})")
+DEVICE = device_under_test()
 
 N = 200_000
 
@@ -137,7 +132,8 @@ def test_dropout(p):
     xr = torch.ones(1000, device=DEVICE, requires_grad=True)
     yr = torch.nn.functional.dropout(xr, p=p, training=True)
     yr.sum().backward()
-    torch.testing.assert_close(_host(xr.grad), _host(yr))
+    # both are 1 * mask * scale: the same mask gives the same bits
+    assert torch.equal(_host(xr.grad), _host(yr))
 
 
 def test_multinomial():
@@ -145,16 +141,20 @@ def test_multinomial():
     s = torch.multinomial(w, 40_000, replacement=True)
     assert s.dtype == torch.int64 and s.device.type == torch.device(DEVICE).type
     freq = torch.bincount(s.cpu(), minlength=4).double() / 40_000
-    torch.testing.assert_close(freq, torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=torch.float64),
-                               atol=0.015, rtol=0)
+    torch.testing.assert_close(
+        freq, torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=torch.float64), atol=0.015, rtol=0
+    )
     nr = torch.multinomial(w, 4, replacement=False).cpu()
     assert sorted(nr.tolist()) == [0, 1, 2, 3]
 
 
 def _draw():
-    return [torch.randn(64, device=DEVICE).cpu(), torch.rand(64, device=DEVICE).cpu(),
-            torch.randint(0, 100, (64,), device=DEVICE).cpu(),
-            torch.nn.functional.dropout(torch.ones(64, device=DEVICE), 0.5).cpu()]
+    return [
+        torch.randn(64, device=DEVICE).cpu(),
+        torch.rand(64, device=DEVICE).cpu(),
+        torch.randint(0, 100, (64,), device=DEVICE).cpu(),
+        torch.nn.functional.dropout(torch.ones(64, device=DEVICE), 0.5).cpu(),
+    ]
 
 
 def test_manual_seed_reproducible():
@@ -162,7 +162,7 @@ def test_manual_seed_reproducible():
     a = _draw()
     torch.manual_seed(7)
     b = _draw()
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         assert torch.equal(x, y)
     torch.manual_seed(8)
     c = _draw()
@@ -186,7 +186,7 @@ def test_rng_state_roundtrip():
         get_state, set_state = torch.get_rng_state, torch.set_rng_state
     else:
         assert get_state is not None, f"torch.{dev.type}.get_rng_state is missing"
-        set_state = getattr(mod, "set_rng_state")
+        set_state = mod.set_rng_state
     state = get_state()
     a = torch.randn(100, device=DEVICE).cpu()
     set_state(state)

@@ -17,6 +17,7 @@ and the intra-op thread count (CPU kernels specialise on it). When the op policy
 fingerprinted (e.g. a policy function replaced at run time) the AOT cache is not used for
 that graph, since a hit would skip the legality pass.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -24,7 +25,7 @@ import functools
 import glob
 import hashlib
 import os
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import torch
 
@@ -34,7 +35,7 @@ _PKG = os.path.dirname(os.path.abspath(__file__))
 _ROOT = os.path.dirname(_PKG)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _code_fingerprint() -> str:
     """This package's sources, the op-policy module and the core extension (by size and
     mtime): a development checkout changes them without changing the package version."""
@@ -56,7 +57,7 @@ def _code_fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
-def key_tag(options_tag: str) -> Optional[str]:
+def key_tag(options_tag: str) -> str | None:
     """Extra cache-key material for the current compile, or None when the AOT cache must not
     be used (the legality policy cannot be fingerprinted)."""
     policy = legality.policy_fingerprint()
@@ -83,9 +84,12 @@ def enabled(tag: str):
     backend call; the Inductor cache directory is selected by the caller)."""
     from torch._functorch import config as functorch_config
 
-    with functorch_config.patch(
-        enable_autograd_cache=True, bundled_autograd_cache=True, strict_autograd_cache=False
-    ), torch.compiler.config.patch(cache_key_tag=tag):
+    with (
+        functorch_config.patch(
+            enable_autograd_cache=True, bundled_autograd_cache=True, strict_autograd_cache=False
+        ),
+        torch.compiler.config.patch(cache_key_tag=tag),
+    ):
         yield
 
 

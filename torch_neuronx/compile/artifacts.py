@@ -8,6 +8,7 @@ per process and per graph, under TORCH_NEURONX_DEBUG_DIR (default /tmp/neuron_ba
     proc_<pid>/<graph name>/backward_code.py
     proc_<pid>/<graph name>/metrics.json          the metrics record of the graph
 """
+
 from __future__ import annotations
 
 import json

@@ -17,6 +17,7 @@ Pipeline, per Dynamo graph (see docs/compile.md)::
 AOTAutograd's runtime wrappers (autograd.Function, input mutations, output aliasing) run on
 the neuron tensors themselves, so mutation and aliasing behave as in eager.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -26,14 +27,16 @@ import os
 import threading
 import time
 import warnings
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensor
 
-from . import _device, aot_cache, artifacts, cache, config, legality, metrics
-from ..compile_inputs import write_back
+from torch_neuronx.runtime.host import host_alias
+
+from . import aot_cache, artifacts, cache, config, dynamo_metrics, inputs, legality
 from .decompositions import neuron_decompositions
 from .executable import _DeviceExecutable, _loading
 from .legality import NeuronCompileError
@@ -93,13 +96,19 @@ def _code_being_compiled():
     return None
 
 
+def _is_neuron_tensor(x) -> bool:
+    return isinstance(x, torch.Tensor) and x.device.type == "neuron"
+
+
 def _is_symbolic(x) -> bool:
     if isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):
         return True
     if isinstance(x, torch.Tensor):
-        return any(isinstance(s, torch.SymInt) for s in x.shape) or any(
-            isinstance(s, torch.SymInt) for s in x.stride()
-        ) or isinstance(x.storage_offset(), torch.SymInt)
+        return (
+            any(isinstance(s, torch.SymInt) for s in x.shape)
+            or any(isinstance(s, torch.SymInt) for s in x.stride())
+            or isinstance(x.storage_offset(), torch.SymInt)
+        )
     return False
 
 
@@ -109,7 +118,7 @@ def _shape_of(x):
     return x
 
 
-def _input_sources(gm: torch.fx.GraphModule) -> List[Optional[str]]:
+def _input_sources(gm: torch.fx.GraphModule) -> list[str | None]:
     """Dynamo's source name (``L['x']``, a parameter, ...) of each graph input. Read while
     Dynamo is calling the backend: it drops the placeholders' ``grapharg`` afterwards."""
     names = []
@@ -120,7 +129,7 @@ def _input_sources(gm: torch.fx.GraphModule) -> List[Optional[str]]:
     return names
 
 
-def _shape_signature(sources: List[Optional[str]], example_inputs) -> tuple:
+def _shape_signature(sources: list[str | None], example_inputs) -> tuple:
     """The input shapes of one static graph, named by Dynamo's input sources rather than by
     position: a symbolic graph has extra size inputs and may order its placeholders
     differently than the static graph compiled for the same shapes, and both must count as
@@ -138,7 +147,7 @@ def _shape_signature(sources: List[Optional[str]], example_inputs) -> tuple:
 
 
 class _Options:
-    def __init__(self, mode, options: Optional[dict], extra_kwargs: dict):
+    def __init__(self, mode, options: dict | None, extra_kwargs: dict):
         options = dict(options or {})
         if extra_kwargs:
             log.warning("neuron backend: ignoring unsupported arguments %s", sorted(extra_kwargs))
@@ -162,7 +171,6 @@ class _Options:
                 sorted(options),
                 ", ".join(config.KNOWN_OPTIONS),
             )
-        self.mode = mode
 
     def cache_tag(self) -> str:
         # options that change generated code go into the persistent cache key
@@ -216,48 +224,54 @@ def _compile_dynamo_graph(gm, example_inputs, *, opts: _Options, function: str):
 # --------------------------------------------------------------------------- CPU autocopy
 
 
+def _describe_input(gm: torch.fx.GraphModule, i: int):
+    """(argument position, what names it) of graph input ``i``, for the autocopy error: the
+    user function's parameter when Dynamo's source is one, and Dynamo's source name."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if i >= len(placeholders):
+        return i, None
+    src = getattr(placeholders[i].meta.get("grapharg"), "source", None)
+    source = src.name if src is not None else placeholders[i].name
+    local = getattr(src, "local_name", None)
+    code = _code_being_compiled()
+    if local is not None and code is not None:
+        names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        if local in names:
+            return names.index(local), f"argument '{local}', {source}"
+    return i, source
+
+
 class _InputPlacement:
-    """CPU tensors given to a compiled function are copied to neuron (outputs are neuron),
-    unless TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY=1, which makes them an error."""
+    """CPU tensors that reach the backend as graph inputs (a module without neuron
+    parameters, a CPU tensor held in a global) are copied to neuron at every call, with
+    in-place updates written back (outputs are neuron), unless
+    TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY=1, which makes them an error (inputs.py)."""
 
-    def __init__(self, gm: torch.fx.GraphModule, example_inputs: List[Any]):
-        self.device = None
-        for x in example_inputs:
-            if isinstance(x, torch.Tensor) and _device.is_device_tensor(x):
-                self.device = x.device
-                break
-        if self.device is None:
-            self.device = _device.default_device()
-        self.cpu_positions: List[int] = []
-        if _device.device_type() is None:
-            return  # prototype mode (no neuron device): CPU tensors stand in for neuron
-        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-        for i, x in enumerate(example_inputs):
-            if isinstance(x, torch.Tensor) and x.device.type == "cpu":
-                self.cpu_positions.append(i)
-        if self.cpu_positions and config.cpu_autocopy_disabled():
-            i = self.cpu_positions[0]
-            position, source = i, ""
-            if i < len(placeholders):
-                ga = placeholders[i].meta.get("grapharg")
-                src = getattr(ga, "source", None)
-                source = src.name if src is not None else placeholders[i].name
-                local = getattr(src, "local_name", None)
-                code = _code_being_compiled()
-                if local is not None and code is not None:
-                    nargs = code.co_argcount + code.co_kwonlyargcount
-                    names = code.co_varnames[:nargs]
-                    if local in names:
-                        position = names.index(local)
-                        source = f"argument '{local}', {source}"
-            raise NeuronCompileError(
-                f"torch.compile(backend='neuron'): input {position} ({source}) is a CPU "
-                "tensor, and TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY=1 forbids copying it "
-                f"to the neuron device. Move it with .to('{self.device}') before calling the "
-                "compiled function."
-            )
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]):
+        neuron_inputs = [x for x in example_inputs if _is_neuron_tensor(x)]
+        self.device = (
+            neuron_inputs[0].device
+            if neuron_inputs
+            else torch.device("neuron", torch.neuron.current_device())
+        )
+        self.cpu_positions: list[int] = [
+            i
+            for i, x in enumerate(example_inputs)
+            if isinstance(x, torch.Tensor) and x.device.type == "cpu"
+        ]
+        if self.cpu_positions and inputs.autocopy_disabled():
+            position = self.cpu_positions[0]
+            raise inputs.autocopy_error(*_describe_input(gm, position), self.device)
 
-    def device_inputs(self, example_inputs: List[Any]) -> List[Any]:
+    @classmethod
+    def all_on_device(cls, device) -> _InputPlacement:
+        """The placement of a graph whose inputs are all on ``device`` already."""
+        placement = cls.__new__(cls)
+        placement.device = device
+        placement.cpu_positions = []
+        return placement
+
+    def device_inputs(self, example_inputs: list[Any]) -> list[Any]:
         if not self.cpu_positions:
             return example_inputs
         out = list(example_inputs)
@@ -266,9 +280,7 @@ class _InputPlacement:
             mode = x.fake_mode if isinstance(x, FakeTensor) else None
             ctx = mode if mode is not None else contextlib.nullcontext()
             with ctx:
-                y = torch.empty_strided(
-                    x.shape, x.stride(), dtype=x.dtype, device=self.device
-                )
+                y = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=self.device)
             if x.requires_grad:
                 y.requires_grad_(True)
             out[i] = y
@@ -282,15 +294,12 @@ class _InputPlacement:
 
         def run_with_autocopy(*args):
             args = list(args)
-            copies = []
+            copies: list = []
             for i in positions:
-                src = args[i]
-                if isinstance(src, torch.Tensor) and src.device.type == "cpu":
-                    dst = src.to(device)
-                    copies.append((src, dst, dst._version))
-                    args[i] = dst
+                if isinstance(args[i], torch.Tensor) and args[i].device.type == "cpu":
+                    args[i] = inputs.copy_to(args[i], device, copies)
             out = fn(*args)
-            write_back(copies)  # in-place updates of a CPU input
+            inputs.write_back(copies)  # in-place updates of a CPU input
             return out
 
         return run_with_autocopy
@@ -308,17 +317,17 @@ class _GraphCompile:
         self.opts = opts
         self.function = function
         self.device = device
-        self.graph_index, self.new_shape = metrics._next_graph_index(
+        self.graph_index, self.new_shape = dynamo_metrics._next_graph_index(
             function, _shape_signature(sources, example_inputs)
         )
         self.name = f"{opts.model_name}_{_next_graph_number()}"
         self.dir = artifacts.graph_dir(self.name)
         self.lowering_s = 0.0
         self.codegen_s = 0.0
-        self.cache_results: List[str] = []
-        self.session: Optional[cache.GraphSession] = None
-        self.fw_nodes: Optional[int] = None
-        self.bw_nodes: Optional[int] = None
+        self.cache_results: list[str] = []
+        self.session: cache.GraphSession | None = None
+        self.fw_nodes: int | None = None
+        self.bw_nodes: int | None = None
         self.num_dynamo_outputs = len(
             torch.utils._pytree.arg_tree_leaves(*next(iter(reversed(gm.graph.nodes))).args)
         )
@@ -372,7 +381,9 @@ class _GraphCompile:
 
         t1 = time.perf_counter()
         store = cache.PersistentCache.current()
-        key = store.graph_key(lowered.gm, lowered.host_inputs, kind, inductor_kwargs, self.opts.cache_tag())
+        key = store.graph_key(
+            lowered.gm, lowered.host_inputs, kind, inductor_kwargs, self.opts.cache_tag()
+        )
         with V.set_fake_mode(lowered.fake_mode):
             compiled, status = store.compile(
                 key,
@@ -411,7 +422,7 @@ class _GraphCompile:
         if exe.source_code:
             artifacts.dump_text(self.dir, f"{exe.kind}_code.py", exe.source_code)
 
-    def _inductor_kwargs(self, aten_gm, example_inputs, kind) -> Dict[str, Any]:
+    def _inductor_kwargs(self, aten_gm, example_inputs, kind) -> dict[str, Any]:
         from torch._inductor import config as inductor_config
 
         out_node = next(iter(reversed(aten_gm.graph.nodes)))
@@ -474,8 +485,10 @@ def _compile_static(
     )
     _loading.state = state
     try:
-        with store.graph_session(key, aot_tag) as session, tracing, functorch_config.patch(
-            force_non_lazy_backward_lowering=True
+        with (
+            store.graph_session(key, aot_tag) as session,
+            tracing,
+            functorch_config.patch(force_non_lazy_backward_lowering=True),
         ):
             state.session = session
             compiled = aot_module_simplified(
@@ -520,7 +533,7 @@ def _compile_static(
         "total_s": total,
         "timestamp": time.time(),
     }
-    metrics._add_record(record)
+    dynamo_metrics._add_record(record)
     artifacts.dump_json(state.dir, "metrics.json", record)
     if state.new_shape and state.graph_index == config.shape_warning_threshold():
         msg = (
@@ -549,7 +562,7 @@ class _ShapeSpecializingFunction:
             isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs
         ]
         self.sources = _input_sources(gm)
-        self.compiled: Dict[Any, Callable] = {}
+        self.compiled: dict[Any, Callable] = {}
         self.lock = threading.Lock()
 
     @staticmethod
@@ -558,7 +571,14 @@ class _ShapeSpecializingFunction:
         for a in args:
             if isinstance(a, torch.Tensor):
                 sig.append(
-                    (tuple(a.shape), tuple(a.stride()), a.storage_offset(), a.dtype, a.device, a.requires_grad)
+                    (
+                        tuple(a.shape),
+                        tuple(a.stride()),
+                        a.storage_offset(),
+                        a.dtype,
+                        a.device,
+                        a.requires_grad,
+                    )
                 )
             else:
                 sig.append(("v", type(a).__name__, a))
@@ -578,21 +598,15 @@ class _ShapeSpecializingFunction:
                 fakes.append(f)
             else:
                 fakes.append(a)
-        placement = _InputPlacement.__new__(_InputPlacement)
-        placement.device = self.placement.device
-        placement.cpu_positions = self.placement.cpu_positions
         gm = torch.fx.GraphModule(self.gm, self.gm.graph)  # fresh module per specialisation
         with torch._guards.tracing(torch._guards.TracingContext(fake_mode)):
-            # inputs reaching here were already moved by the outer autocopy wrapper
-            inner_placement = _InputPlacement.__new__(_InputPlacement)
-            inner_placement.device = placement.device
-            inner_placement.cpu_positions = []
+            # the outer autocopy wrapper (self.placement.wrap) moved CPU inputs already
             return _compile_static(
                 gm,
-                placement.device_inputs(fakes),
+                fakes,
                 self.opts,
                 self.function,
-                inner_placement,
+                _InputPlacement.all_on_device(self.placement.device),
                 self.sources,
             )
 
@@ -621,9 +635,9 @@ class _Lowered:
 
 
 def _host_device(dev):
-    if isinstance(dev, torch.device) and _device.is_device(dev):
+    if isinstance(dev, torch.device) and dev.type == "neuron":
         return torch.device("cpu")
-    if isinstance(dev, str) and _device.device_type() and dev.split(":")[0] == _device.device_type():
+    if isinstance(dev, str) and dev.split(":")[0] == "neuron":
         return torch.device("cpu")
     return dev
 
@@ -653,14 +667,8 @@ def _lower_to_host(gm: torch.fx.GraphModule, example_inputs) -> _Lowered:
         (n.meta.get("val") if isinstance(n, torch.fx.Node) else n)
         for n in torch.utils._pytree.arg_tree_leaves(*out_node.args)
     ]
-    device_outputs = tuple(
-        i for i, v in enumerate(out_vals) if isinstance(v, torch.Tensor) and _device.is_device_tensor(v)
-    )
-    device_inputs = tuple(
-        i for i, x in enumerate(example_inputs) if isinstance(x, torch.Tensor) and _device.is_device_tensor(x)
-    )
-    if _device.device_type() is None:
-        return _Lowered(gm, list(example_inputs), fake_mode, device_inputs, device_outputs)
+    device_outputs = tuple(i for i, v in enumerate(out_vals) if _is_neuron_tensor(v))
+    device_inputs = tuple(i for i, x in enumerate(example_inputs) if _is_neuron_tensor(x))
 
     for node in gm.graph.nodes:
         if node.op == "call_function":
@@ -668,16 +676,18 @@ def _lower_to_host(gm: torch.fx.GraphModule, example_inputs) -> _Lowered:
             node.kwargs = _rewrite_arg(node.kwargs)
         elif node.op == "get_attr":
             attr = getattr(gm, node.target, None) if "." not in node.target else None
-            if isinstance(attr, torch.Tensor) and _device.is_device_tensor(attr):
-                setattr(gm, node.target, _device.host_alias(attr))
+            if _is_neuron_tensor(attr):
+                setattr(gm, node.target, host_alias(attr))
     gm.recompile()
 
     host_inputs = []
     with fake_mode:
         for x in example_inputs:
-            if isinstance(x, torch.Tensor) and _device.is_device_tensor(x):
-                numel = x.storage_offset() + 1 + sum(
-                    (s - 1) * st for s, st in zip(x.shape, x.stride()) if s > 0
+            if _is_neuron_tensor(x):
+                numel = (
+                    x.storage_offset()
+                    + 1
+                    + sum((s - 1) * st for s, st in zip(x.shape, x.stride()) if s > 0)
                 )
                 base = torch.empty(max(numel, 1), dtype=x.dtype, device="cpu")
                 try:

@@ -29,6 +29,7 @@ manifest of its own verified the same way.
 ``TORCH_NEURONX_NEFF_DISABLE_CACHE=1`` disables reading and writing the persistent cache at
 both levels (Inductor then compiles in a throw-away directory).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -41,9 +42,13 @@ import re
 import sys
 import tempfile
 import threading
-from typing import Any, Callable, Dict, List, Tuple
+from collections.abc import Callable
+from typing import Any
 
 import torch
+
+from torch_neuronx._version import __version__
+from torch_neuronx.runtime import env
 
 from . import config
 
@@ -52,29 +57,15 @@ log = logging.getLogger("torch_neuronx.compile")
 CACHE_FORMAT = 1
 
 #: (key, description) of every corrupt entry detected in this process (for tests/tools)
-corruption_reports: List[Tuple[str, str]] = []
+corruption_reports: list[tuple[str, str]] = []
 _reported: set = set()
 _env_lock = threading.RLock()
-
-
-def _neuronx_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("torch-neuronx")
-    except Exception:
-        try:
-            import torch_neuronx
-
-            return str(getattr(torch_neuronx, "__version__", "0+unknown"))
-        except Exception:
-            return "0+unknown"
 
 
 def version_tag() -> str:
     parts = [
         f"torch={torch.__version__}",
-        f"torch_neuronx={_neuronx_version()}",
+        f"torch_neuronx={__version__}",
         f"python={sys.version_info[0]}.{sys.version_info[1]}",
         f"machine={platform.machine()}",
         f"format={CACHE_FORMAT}",
@@ -129,12 +120,12 @@ class PersistentCache:
         self.entries_dir = os.path.join(root, "entries")
 
     @classmethod
-    def current(cls) -> "PersistentCache":
+    def current(cls) -> PersistentCache:
         root = os.path.join(config.cache_dir(), f"compile-{version_tag()}")
         return cls(enabled=not config.cache_disabled(), root=root)
 
     # ------------------------------------------------------------------ keys
-    def graph_key(self, gm, inputs, kind: str, kwargs: Dict[str, Any], tag: str) -> str:
+    def graph_key(self, gm, inputs, kind: str, kwargs: dict[str, Any], tag: str) -> str:
         h = hashlib.sha256()
         h.update(version_tag().encode())
         h.update(kind.encode())
@@ -208,7 +199,7 @@ class PersistentCache:
             with contextlib.suppress(OSError):
                 os.unlink(self.manifest_path(key))
 
-    def _artifact_files(self, compiled, new_modules) -> List[str]:
+    def _artifact_files(self, compiled, new_modules) -> list[str]:
         files = set()
         key = getattr(compiled, "_fx_graph_cache_key", None)
         if key:
@@ -304,8 +295,10 @@ class PersistentCache:
             return
         isa_config = self._vec_isa_config()
         aot_ctx = aot_cache.enabled(aot_tag) if aot_tag else aot_cache.disabled()
-        with self._inductor_cache_dir(), aot_ctx, inductor_config.patch(
-            fx_graph_cache=True, **isa_config
+        with (
+            self._inductor_cache_dir(),
+            aot_ctx,
+            inductor_config.patch(fx_graph_cache=True, **isa_config),
         ):
             if not aot_tag:
                 yield session
@@ -347,7 +340,7 @@ class PersistentCache:
             out.update(os.path.join(dirpath, n) for n in names if not n.startswith("."))
         return out
 
-    def _vec_isa_config(self) -> Dict[str, Any]:
+    def _vec_isa_config(self) -> dict[str, Any]:
         """Inductor probes the CPU's vector ISAs (compiling and loading a test program per
         ISA, in subprocesses) in every process and in every new cache directory: tens of
         seconds on a busy 2-core host. The result is a property of the machine, toolchain
@@ -361,7 +354,7 @@ class PersistentCache:
                 _prime_isa_extension_probes()
         return {"cpp.vec_isa_ok": True} if _vec_isa_ok else {}
 
-    def _paths_in_error(self, exc: BaseException) -> List[str]:
+    def _paths_in_error(self, exc: BaseException) -> list[str]:
         root = os.path.realpath(self.inductor_dir)
         rels = []
         seen = set()
@@ -381,17 +374,17 @@ class GraphSession:
 
     def __init__(self):
         self.aot = "disabled"
-        self.compiled: List[Any] = []  # Inductor outputs compiled (or FX-cache loaded) here
+        self.compiled: list[Any] = []  # Inductor outputs compiled (or FX-cache loaded) here
 
 
 _vec_isa_ok = None
 
 
 def _host_record_path() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = env.text("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     import shutil
 
-    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++") or "none"
+    cxx = env.text("CXX") or shutil.which("g++") or shutil.which("c++") or "none"
     try:
         cxx_id = f"{os.path.realpath(cxx)}:{os.path.getmtime(os.path.realpath(cxx))}"
     except OSError:

@@ -10,16 +10,17 @@ against the eager op policy, not the compiler-internal ops it was decomposed int
 was tried and dropped: the policy's default for unlisted ops is "fallback", and many of
 those decompositions -- ``item``, ``sym_numel``, ``lift`` -- break tracing.)
 """
+
 from __future__ import annotations
 
 import functools
 import threading
-from typing import Any, Callable, Dict
+from collections.abc import Callable
+from typing import Any
 
 import torch.fx.traceback as fx_traceback
 
 from . import legality
-
 
 #: node.meta["custom"] key naming the ATen op a node was decomposed from
 DECOMPOSED_FROM = "neuron_decomposed_from"
@@ -46,7 +47,7 @@ def _annotated(op, fn: Callable) -> Callable:
     return run
 
 
-def neuron_decompositions() -> Dict[Any, Callable]:
+def neuron_decompositions() -> dict[Any, Callable]:
     from torch._inductor.decomposition import select_decomp_table
 
     table = select_decomp_table()

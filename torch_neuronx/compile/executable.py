@@ -8,17 +8,18 @@ and a later process gets it back through :meth:`post_compile`, which reloads the
 module and its kernels from the Inductor cache directory -- no tracing, partitioning or code
 generation.
 """
+
 from __future__ import annotations
 
 import copy
 import threading
 import time
-from typing import Any, List, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-import torch
 from torch._inductor.output_code import OutputCode
 
-from . import _device
+from torch_neuronx.runtime.host import adopt, device_allocations, host_alias
 
 #: the ``_GraphCompile`` of the graph being compiled on this thread (set by the backend);
 #: cache loads report to it (kind, node counts, load time)
@@ -31,8 +32,8 @@ class _DeviceExecutable(OutputCode):
     Inputs that are neuron tensors are replaced by their host aliases (same bytes, no
     copy); the kernels run with this thread's CPU allocations routed to the device's pool,
     so every buffer they create (outputs, saved activations) already is device memory; the
-    outputs are adopted as neuron tensors without a copy. The per-call path calls the core's
-    bindings directly: a training step crosses this boundary ~100 times."""
+    outputs are adopted as neuron tensors without a copy. All three go through
+    torch_neuronx.runtime.host."""
 
     def __init__(self, compiled, device, device_inputs, device_outputs, kind: str, n_nodes: int):
         self.compiled = compiled
@@ -43,40 +44,20 @@ class _DeviceExecutable(OutputCode):
         self.n_nodes = n_nodes
         # AOTAutogradCache records the compile time of what it stores
         self._time_taken_ns = getattr(compiled, "_time_taken_ns", None) or 0
-        self._bind()
-
-    def _bind(self) -> None:
-        # an instance attribute: wrappers built with functools.wraps (e.g. the
-        # torch._dynamo.disable that AOTAutograd puts around a cached backward) copy
-        # __dict__, and AOTAutograd calls boxed only what carries _boxed_call
+        # an instance attribute (pickled with the rest): wrappers built with functools.wraps
+        # (e.g. the torch._dynamo.disable that AOTAutograd puts around a cached backward)
+        # copy __dict__, and AOTAutograd calls boxed only what carries _boxed_call
         self._boxed_call = True
-        self.passthrough = _device.device_type() is None or not _device.HAVE_CORE
-        if not self.passthrough:
-            from torch_neuronx import _C
 
-            self._alias = _C._host_alias
-            self._adopt = _C._adopt_host_tensor
-            self._route = _C._set_alloc_route
-            index = self.device.index
-            if index is None:
-                index = _device.default_device().index or 0
-            self._index = index
-
-    def __call__(self, args: List[Any]):
-        if self.passthrough:
-            return self.compiled(args)
-        alias = self._alias
+    def __call__(self, args: list[Any]):
+        # a training step crosses this boundary ~100 times: host's functions take the index
+        index = self.device.index
         for i in self.device_inputs:
-            args[i] = alias(args[i])
-        route = self._route
-        prev = route(self._index)
-        try:
+            args[i] = host_alias(args[i])
+        with device_allocations(index):
             outs = self.compiled(args)
-        finally:
-            route(prev)
         if not isinstance(outs, list):
             outs = list(outs)
-        adopt, index = self._adopt, self._index
         for i in self.device_outputs:
             o = outs[i]
             if o is not None:
@@ -84,7 +65,7 @@ class _DeviceExecutable(OutputCode):
         return outs
 
     @property
-    def source_code(self) -> Optional[str]:
+    def source_code(self) -> str | None:
         return getattr(self.compiled, "source_code", None)
 
     # ---- OutputCode: persistence through AOTAutogradCache
@@ -94,16 +75,6 @@ class _DeviceExecutable(OutputCode):
         inner = copy.copy(self.compiled)
         inner.prepare_for_serialization()
         self.compiled = inner
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        for name in ("_alias", "_adopt", "_route", "_index", "passthrough"):
-            state.pop(name, None)  # process-local bindings of the core
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._bind()
 
     def post_compile(self, example_inputs: Sequence[Any], constants, graph_kwargs) -> None:
         """Cache hit: reload the generated module and kernels (Inductor's own hit path)."""

@@ -4,13 +4,17 @@ fallback (or cannot run at all) make the graph illegal for the compiled path; th
 then fails with :class:`NeuronCompileError` naming the op and the user's source line, or,
 with fallback execution enabled, runs that graph eagerly.
 """
+
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Tuple
 
 import torch
+
+from torch_neuronx.eager import op_policy
 
 
 class NeuronCompileError(RuntimeError):
@@ -22,38 +26,25 @@ class IllegalOp:
     op: str  # e.g. "aten::linalg_qr"
     status: str  # "fallback" | "unsupported"
     reason: str
-    source: Optional[str]  # 'File "x.py", line 3, in f\n    y = torch.linalg.qr(x)'
+    source: str | None  # 'File "x.py", line 3, in f\n    y = torch.linalg.qr(x)'
 
 
-def _load_policy() -> Optional[Callable[[str], Tuple[str, str]]]:
-    try:
-        from torch_neuronx.eager.op_policy import policy_for
-    except Exception:  # core not built yet: nothing is known to be non-native
-        return None
-    return policy_for
+def _load_policy() -> Callable[[str], tuple[str, str]]:
+    """The policy function that decides legality (the eager table's; tests inject others)."""
+    return op_policy.policy_for
 
 
-def policy_fingerprint() -> Optional[str]:
+def policy_fingerprint() -> str | None:
     """A digest of the op policy that decides legality, or None when it cannot be known (a
     policy function other than the eager table's): cached compiles skip the legality pass,
     so their cache key must name the policy they were checked against."""
-    policy = _load_policy()
-    if policy is None:
-        return "none"
-    try:
-        from torch_neuronx.eager import op_policy
-    except Exception:  # pragma: no cover - _load_policy just imported it
+    if _load_policy() is not op_policy.policy_for:
         return None
-    if policy is not op_policy.policy_for:
-        return None
-    import hashlib
-
-    table = sorted(op_policy.TABLE.items())
-    text = repr((table, getattr(op_policy, "DEFAULT_FALLBACK_REASON", None)))
+    text = repr((sorted(op_policy.TABLE.items()), op_policy.DEFAULT_FALLBACK_REASON))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def op_name(target) -> Optional[str]:
+def op_name(target) -> str | None:
     """'aten::addmm' for an OpOverload / OpOverloadPacket target, else None."""
     if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
         schema_name = target._schema.name if isinstance(target, torch._ops.OpOverload) else None
@@ -63,23 +54,10 @@ def op_name(target) -> Optional[str]:
     return None
 
 
-def policy_status(name: str) -> Tuple[str, str]:
-    policy = _load_policy()
-    if policy is None:
-        return "native", ""
-    result = policy(name)
-    if isinstance(result, str):
-        return result, ""
-    status, reason = result[0], (result[1] if len(result) > 1 else "")
+def policy_status(name: str) -> tuple[str, str]:
+    """(status, reason) of an op name under the policy."""
+    status, reason = _load_policy()(name)
     return str(status), str(reason or "")
-
-
-def _default_fallback_reason() -> Optional[str]:
-    try:
-        from torch_neuronx.eager import op_policy
-    except Exception:
-        return None
-    return getattr(op_policy, "DEFAULT_FALLBACK_REASON", None)
 
 
 def _eager_decomposes(name: str, reason: str) -> bool:
@@ -88,8 +66,7 @@ def _eager_decomposes(name: str, reason: str) -> bool:
     CompositeImplicitAutograd kernel that takes precedence over the device's catch-all
     fallback, so eager executes its decomposition into (policy-checked) device ops. Example:
     ``aten::_safe_softmax`` from scaled_dot_product_attention."""
-    default = _default_fallback_reason()
-    if default is None or reason != default:
+    if reason != op_policy.DEFAULT_FALLBACK_REASON:
         return False  # explicitly listed as fallback/unsupported
     qualname = name.split(".", 1)[0]
     try:
@@ -106,7 +83,7 @@ def _eager_decomposes(name: str, reason: str) -> bool:
 _FRAME_RE = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n(?:\s*(.*))?')
 
 
-def user_source(node: torch.fx.Node) -> Optional[str]:
+def user_source(node: torch.fx.Node) -> str | None:
     """The innermost user frame recorded on the node (Dynamo stores it as ``stack_trace``)."""
     trace = node.meta.get("stack_trace")
     if not trace:
@@ -121,17 +98,7 @@ def user_source(node: torch.fx.Node) -> Optional[str]:
     return text
 
 
-#: shape/metadata queries and runtime asserts: no kernel runs for them
-_METADATA_OPS = {
-    "aten::sym_size", "aten::sym_stride", "aten::sym_numel", "aten::sym_storage_offset",
-    "aten::_assert_async", "aten::_functional_assert_async", "aten::_assert_scalar",
-    "aten::_functional_assert_scalar", "aten::_assert_tensor_metadata",
-    "aten::_functional_sym_constrain_range", "aten::sym_constrain_range",
-    "aten::sym_constrain_range_for_size", "aten::_functional_sym_constrain_range_for_size",
-}
-
-
-def eager_op_name(node: torch.fx.Node) -> Optional[str]:
+def eager_op_name(node: torch.fx.Node) -> str | None:
     """The op eager mode would have dispatched for this node: the op a decomposition came
     from, the in-place op a functionalised ``copy``/``*_copy`` stands for, or the node's own
     op. None for nodes that are not ATen kernels."""
@@ -145,8 +112,8 @@ def eager_op_name(node: torch.fx.Node) -> Optional[str]:
         # prims / inductor / c10d_functional ops and Python callables are part of the
         # compiler's own op set, not of the eager dispatch policy
         return None
-    if name in _METADATA_OPS:
-        return None
+    if op_policy.is_metadata_only(name):
+        return None  # shape/metadata queries and runtime asserts: no kernel runs for them
     if name == "aten::copy":
         return "aten::copy_"  # functionalised in-place copy
     if name.endswith("_copy") and name != "aten::narrow_copy":
@@ -154,7 +121,7 @@ def eager_op_name(node: torch.fx.Node) -> Optional[str]:
     return name
 
 
-def find_illegal_ops(gm: torch.fx.GraphModule) -> List[IllegalOp]:
+def find_illegal_ops(gm: torch.fx.GraphModule) -> list[IllegalOp]:
     seen = {}
     for node in gm.graph.nodes:
         if node.op != "call_function":
@@ -176,7 +143,7 @@ def find_illegal_ops(gm: torch.fx.GraphModule) -> List[IllegalOp]:
     return list(seen.values())
 
 
-def format_error(graph_name: str, illegal: List[IllegalOp]) -> str:
+def format_error(graph_name: str, illegal: list[IllegalOp]) -> str:
     lines = [
         f"torch.compile(backend='neuron') cannot compile graph '{graph_name}': "
         f"it contains {len(illegal)} operator(s) that are not native on Neuron."

@@ -1,18 +1,18 @@
 // Python bindings of the driver (torch_neuronx._C). Kept thin: policy, profiles and the
 // user-facing API live in Python; this exposes the mechanisms.
-#include "allocator.h"
-#include "generator.h"
-#include "host_alias.h"
-#include "op_table.h"
-#include "runtime.h"
-#include "sync.h"
+#include "eager/kernel.h"
+#include "eager/op_table.h"
+#include "runtime/allocator.h"
+#include "runtime/generator.h"
+#include "runtime/host_alias.h"
+#include "runtime/runtime.h"
+#include "runtime/sync.h"
 
 #include <torch/csrc/Generator.h>
 #include <torch/extension.h>
 
 namespace torch_neuronx {
-void run_whole_on_core(const std::vector<std::string>& names);
-void register_c10d_kernels();
+void register_c10d_kernels();  // distributed/collectives.cpp
 }
 namespace tn = torch_neuronx;
 
@@ -20,7 +20,16 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "torch_neuronx driver: emulated NeuronCore memory, guard, generators, eager path";
   tn::install_routing_cpu_allocator();
 
-  m.def("_configure", &tn::configure, "device_count, capacity_bytes, profile");
+  // Everything the driver needs to know before first use, read in Python (topology, env).
+  m.def(
+      "_configure",
+      [](int device_count, int64_t capacity_bytes, const std::string& profile,
+         int64_t plan_cache_max_entries) {
+        tn::configure(device_count, capacity_bytes, profile);
+        tn::set_plan_cache_max_entries(size_t(plan_cache_max_entries));
+      },
+      py::arg("device_count"), py::arg("capacity_bytes"), py::arg("profile"),
+      py::arg("plan_cache_max_entries") = 0);
   m.def("_device_count", &tn::device_count);
   m.def("_check_device_index", &tn::check_device_index);
   m.def("_current_device", &tn::current_device);
@@ -34,9 +43,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_reset_accumulated_memory_stats", &tn::reset_accumulated_stats);
   m.def("_empty_cache", &tn::empty_cache);
 
-  m.def("_host_alias", &tn::host_alias);
+  m.def("_host_alias", &tn::host_alias,
+        "CPU tensor over the same bytes as a neuron tensor (other tensors: unchanged)");
   m.def("_adopt_host_tensor", &tn::adopt_host_tensor);
   m.def("_set_alloc_route", &tn::set_alloc_route);
+  m.def("_alloc_route", &tn::alloc_route);
 
   m.def("_default_generator", [](int index) {
     return py::reinterpret_steal<py::object>(
@@ -45,7 +56,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
 
   m.def("_run_whole_on_core", &tn::run_whole_on_core);
   m.def("_register_c10d_kernels", &tn::register_c10d_kernels,
-        "neuron kernels of allreduce_/_allgather_base_/_reduce_scatter_base_/broadcast_");
+        "neuron (PrivateUse1) kernels of every c10d collective and p2p op");
   m.def("_set_op_policy", &tn::set_op_policy);
   m.def("_set_strict", &tn::set_strict);
   m.def("_strict", &tn::strict);

@@ -5,6 +5,7 @@
 works under torchrun, one process per logical NeuronCore (device = neuron:LOCAL_RANK).
 See docs/distributed.md.
 """
+
 from torch_neuronx.distributed.backend import NEURON, is_registered, register
 
 __all__ = ["register", "is_registered", "NEURON"]

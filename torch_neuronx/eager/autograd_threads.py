@@ -14,19 +14,16 @@ switch, torch.autograd.set_multithreading_enabled(False), a thread-local setting
 TORCH_NEURONX_AUTOGRAD_DEVICE_THREADS=1 keeps PyTorch's default. Other threads that call
 backward keep the default unless they opt in the same way. See docs/decisions.md.
 """
+
 from __future__ import annotations
 
-import os
-
 import torch
+
+from torch_neuronx.runtime import env
 
 ENV = "TORCH_NEURONX_AUTOGRAD_DEVICE_THREADS"
 
 
-def device_threads_requested() -> bool:
-    return os.environ.get(ENV, "0").lower() in ("1", "true", "yes")
-
-
 def install() -> None:
-    if not device_threads_requested():
+    if not env.flag(ENV, False):
         torch._C._set_multithreading_enabled(False)

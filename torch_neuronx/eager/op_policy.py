@@ -6,13 +6,20 @@ Every ATen op on neuron tensors is one of:
   recorded in ``torch_neuronx.get_fallback_ops()``; an error under ``TORCH_NEURONX_STRICT=1``;
 - ``unsupported``: raises a clear error.
 
-The native inventory starts from TorchNeuron's (shared/reference/torchneuron-spec.md section 8:
-the StableHLO-lowered ops, the C++ layout ops and the Python ops), extended with the
-element-wise, reduction and layout ops that map one-to-one onto StableHLO primitives.
+The native inventory starts from TorchNeuron's (its StableHLO-lowered ops, C++ layout ops and
+Python ops; public source in docs/sources.md, "Eager execution and the op policy"), extended
+with the element-wise, reduction and layout ops that map one-to-one onto StableHLO primitives.
 The explicit CPU fallbacks are TorchNeuron's linalg decompositions. Anything not listed falls
 back, as on TorchNeuron. Keys are op names without overload ("aten::add"); an entry with an
 overload ("aten::add.Tensor") takes precedence.
+
+Besides the status, the table holds the other per-op facts every layer asks about, so each is
+written down once: the NeuronCore engine an op's work lands on (for the performance model),
+which ops may mix neuron and CPU tensors, which only move bits (float64 stays float64), and
+which are metadata queries with no kernel. ``push_to_driver`` hands the driver (csrc/eager/
+op_table.cpp) what its eager path needs, once, at import.
 """
+
 from __future__ import annotations
 
 NATIVE = "native"
@@ -21,9 +28,24 @@ UNSUPPORTED = "unsupported"
 
 _STATUS_CODE = {NATIVE: 0, FALLBACK: 1, UNSUPPORTED: 2}
 
-# --- native inventory, grouped by what the NeuronCore engine does -------------------------
-_NATIVE_GROUPS: dict[str, str] = {
-    "element-wise unary (ScalarE/VectorE)": """
+# --- engines of a NeuronCore (docs/sources.md: the NKI architecture guide) ---------------------
+TENSOR_E = "TensorE"  # 128x128 systolic array: matmul, convolution, attention
+VECTOR_E = "VectorE"  # element-wise arithmetic, reductions, normalisation, pooling
+SCALAR_E = "ScalarE"  # activation functions (exp, tanh, gelu, ...), one input per element
+GPSIMD_E = "GpSimdE"  # programmable SIMD processors: gathers, scatters, indexing
+DMA = "DMA"  # DMA engines: copies, layout changes and creation, no arithmetic
+CC_CORE = "CC-Core"  # collective-communication cores
+HOST_CPU = "CPU"  # not on the NeuronCore: CPU fallbacks run on the host
+ENGINES = (TENSOR_E, VECTOR_E, SCALAR_E, GPSIMD_E, DMA, CC_CORE, HOST_CPU)
+
+# --- native inventory, grouped by the NeuronCore engine that does the work ------------------
+# (title, engine, op names). The title is the reason users see ("native: <title>"); a title may
+# span two groups when its ops land on different engines (convolution vs. pooling).
+_NATIVE_GROUPS: list[tuple[str, str, str]] = [
+    (
+        "element-wise unary (ScalarE/VectorE)",
+        SCALAR_E,
+        """
         abs absolute acos acosh asin asinh atan atanh ceil cos cosh deg2rad digamma erf erfc
         erfinv exp exp2 expm1 floor frac lgamma log log10 log1p log2 logit neg negative
         reciprocal round rsqrt sigmoid sign sgn signbit sin sinc sinh sqrt square tan tanh trunc
@@ -33,14 +55,22 @@ _NATIVE_GROUPS: dict[str, str] = {
         _prelu_kernel rrelu_with_noise log_sigmoid_forward mvlgamma polygamma special_erfcx
         special_i0e special_i1 special_i1e special_ndtr special_ndtri special_log_ndtr
         special_entr special_xlog1py special_sinc xlogy""",
-    "element-wise binary / ternary": """
+    ),
+    (
+        "element-wise binary / ternary",
+        VECTOR_E,
+        """
         add sub subtract rsub mul multiply div divide true_divide floor_divide remainder fmod pow
         float_power atan2 arctan2 hypot maximum minimum fmax fmin copysign nextafter ldexp
         logaddexp logaddexp2 lerp addcmul addcdiv where clamp clamp_min clamp_max clip
         heaviside eq ne lt le gt ge equal logical_and logical_or logical_xor bitwise_and
         bitwise_or bitwise_xor bitwise_left_shift bitwise_right_shift __lshift__ __rshift__
         __and__ __or__ __xor__ __ilshift__ __irshift__ isclose masked_fill gcd lcm""",
-    "activation / loss backward (VectorE)": """
+    ),
+    (
+        "activation / loss backward (VectorE)",
+        VECTOR_E,
+        """
         threshold_backward gelu_backward silu_backward sigmoid_backward tanh_backward
         hardtanh_backward elu_backward softplus_backward leaky_relu_backward hardswish_backward
         hardsigmoid_backward mish_backward log_sigmoid_backward glu_backward softshrink_backward
@@ -49,29 +79,50 @@ _NATIVE_GROUPS: dict[str, str] = {
         smooth_l1_loss_backward huber_loss huber_loss_backward binary_cross_entropy
         binary_cross_entropy_backward binary_cross_entropy_with_logits soft_margin_loss
         soft_margin_loss_backward kl_div""",
-    "matmul family (TensorE)": """
+    ),
+    (
+        "matmul family (TensorE)",
+        TENSOR_E,
+        """
         mm bmm addmm addbmm baddbmm mv addmv dot vdot matmul linear linear_backward addr outer
         _addmm_activation einsum tensordot _scaled_dot_product_flash_attention_for_cpu
         _scaled_dot_product_flash_attention_for_cpu_backward
         _scaled_dot_product_fused_attention_overrideable _grouped_mm""",
-    "reductions": """
+    ),
+    (
+        "reductions",
+        VECTOR_E,
+        """
         sum mean nansum prod amax amin max min aminmax argmax argmin all any logsumexp norm
         linalg_vector_norm std var std_mean var_mean count_nonzero cumsum cumprod cummax cummin
         _cummax_helper _cummin_helper logcumsumexp topk sort argsort histc _softmax
         _log_softmax _softmax_backward_data _log_softmax_backward_data softmax log_softmax
         median nanmedian kthvalue mode renorm""",
-    "normalisation": """
+    ),
+    (
+        "normalisation",
+        VECTOR_E,
+        """
         native_layer_norm native_layer_norm_backward _fused_rms_norm _fused_rms_norm_backward
         native_batch_norm native_batch_norm_backward _native_batch_norm_legit
         _native_batch_norm_legit_no_training _native_batch_norm_legit_functional batch_norm_stats
         batch_norm_elemt batch_norm_backward_elemt batch_norm_backward_reduce
         batch_norm_gather_stats_with_counts native_group_norm native_group_norm_backward
         _batch_norm_with_update _batch_norm_no_update batch_norm_backward""",
-    "convolution and pooling": """
+    ),
+    (
+        "convolution and pooling",
+        TENSOR_E,
+        """
         convolution convolution_backward _convolution convolution_overrideable
         convolution_backward_overrideable _slow_conv2d_forward _slow_conv2d_backward
         mkldnn_convolution slow_conv3d_forward slow_conv_transpose2d slow_conv_transpose3d
-        slow_conv_dilated2d slow_conv_dilated3d _nnpack_spatial_convolution
+        slow_conv_dilated2d slow_conv_dilated3d _nnpack_spatial_convolution""",
+    ),
+    (
+        "convolution and pooling",
+        VECTOR_E,
+        """
         max_pool2d_with_indices max_pool2d_with_indices_backward max_pool3d_with_indices
         max_pool3d_with_indices_backward avg_pool2d avg_pool2d_backward avg_pool3d
         avg_pool3d_backward _adaptive_avg_pool2d _adaptive_avg_pool2d_backward
@@ -83,19 +134,33 @@ _NATIVE_GROUPS: dict[str, str] = {
         upsample_nearest2d_backward upsample_nearest3d_backward upsample_linear1d_backward
         upsample_bilinear2d_backward upsample_trilinear3d_backward upsample_bicubic2d_backward
         _upsample_nearest_exact1d_backward _upsample_nearest_exact2d_backward
-        _upsample_nearest_exact3d_backward im2col col2im""",
-    "dropout and random (RNG engine)": """
+        _upsample_nearest_exact3d_backward""",
+    ),
+    ("convolution and pooling", DMA, "im2col col2im"),  # patch rearrangement: data movement
+    # Random bits and the dropout mask multiply are element-wise work.
+    (
+        "dropout and random (RNG engine)",
+        VECTOR_E,
+        """
         native_dropout native_dropout_backward bernoulli normal uniform random randperm
         exponential geometric cauchy log_normal multinomial rand randn randint rand_like
         randn_like randint_like _fused_dropout poisson""",
-    "embedding, indexing, scatter/gather (DMA + GpSimd)": """
+    ),
+    (
+        "embedding, indexing, scatter/gather (DMA + GpSimd)",
+        GPSIMD_E,
+        """
         embedding embedding_dense_backward embedding_backward _embedding_bag
         _embedding_bag_backward _embedding_bag_dense_backward _embedding_bag_per_sample_weights_backward
         index index_select index_select_backward index_add index_copy index_fill index_put
         _index_put_impl_ index_reduce gather scatter scatter_add scatter_reduce masked_scatter
         masked_select nonzero nonzero_static one_hot take take_along_dim put searchsorted
         bucketize _unique2 unique_dim unique_consecutive _unique bincount""",
-    "shape, layout, creation and copies": """
+    ),
+    (
+        "shape, layout, creation and copies",
+        DMA,
+        """
         empty empty_like empty_strided new_empty new_empty_strided view as_strided
         _reshape_alias unfold resize_ set_ copy_ _copy_from _copy_from_and_resize _to_copy clone
         contiguous _local_scalar_dense record_stream repeat repeat_interleave flip roll rot90 tril
@@ -112,7 +177,11 @@ _NATIVE_GROUPS: dict[str, str] = {
         _pin_memory pin_memory is_pinned _has_compatible_shallow_copy_type resize_as_
         _resize_output_ _efficientzerotensor complex polar view_as_real view_as_complex real
         imag _conj _neg_view _conj_physical angle""",
-    "optimizers and AMP (fused / foreach kernels)": """
+    ),
+    (
+        "optimizers and AMP (fused / foreach kernels)",
+        VECTOR_E,
+        """
         _foreach_add _foreach_add_ _foreach_sub _foreach_sub_ _foreach_mul _foreach_mul_
         _foreach_div _foreach_div_ _foreach_addcmul _foreach_addcmul_ _foreach_addcdiv
         _foreach_addcdiv_ _foreach_sqrt _foreach_sqrt_ _foreach_lerp _foreach_lerp_
@@ -124,20 +193,31 @@ _NATIVE_GROUPS: dict[str, str] = {
         _foreach_sigmoid_ _foreach_log _foreach_log_ _foreach_rsqrt _foreach_rsqrt_
         _foreach_max _fused_adam_ _fused_adamw_ _fused_sgd_ _fused_adagrad_
         _amp_foreach_non_finite_check_and_unscale_ _amp_update_scale_""",
-    "attention and recurrent cells": """
+    ),
+    (
+        "attention and recurrent cells",
+        TENSOR_E,
+        """
         _native_multi_head_attention _transform_bias_rescale_qkv _masked_softmax
         _masked_softmax_backward _thnn_fused_lstm_cell _thnn_fused_gru_cell
         _thnn_fused_lstm_cell_backward_impl _thnn_fused_gru_cell_backward""",
-    "collectives (distributed communication ops)": """
+    ),
+    (
+        "collectives (distributed communication ops)",
+        CC_CORE,
+        """
         _c10d_functional::all_reduce _c10d_functional::all_reduce_
         _c10d_functional::all_gather_into_tensor _c10d_functional::reduce_scatter_tensor
         _c10d_functional::all_to_all_single _c10d_functional::wait_tensor
         _c10d_functional::broadcast _c10d_functional::broadcast_""",
-}
+    ),
+]
 
 # --- explicit CPU fallbacks (TorchNeuron's linalg decompositions) --------------------------
-_LINALG_REASON = ("TorchNeuron runs this linear-algebra decomposition on the host CPU "
-                  "(explicit CPU fallback); results are copied back to the device")
+_LINALG_REASON = (
+    "TorchNeuron runs this linear-algebra decomposition on the host CPU "
+    "(explicit CPU fallback); results are copied back to the device"
+)
 _FALLBACK: dict[str, str] = {
     name: _LINALG_REASON
     for name in """linalg_qr _linalg_svd _linalg_eigh linalg_cholesky_ex linalg_inv_ex
@@ -146,8 +226,6 @@ _FALLBACK: dict[str, str] = {
     linalg_eig _linalg_eigvals linalg_householder_product geqrf ormqr cholesky_solve
     linalg_ldl_solve lu_unpack linalg_matrix_exp""".split()
 }
-_FFT_REASON = ("FFT transforms other than the real/complex 1-D/2-D family are not lowered "
-               "for the NeuronCore; they run via CPU fallback")
 # FFT: the c2c/r2c/c2r primitives are native (decomposed into TensorE matmuls by the
 # compiler); everything else in torch.fft follows the fallback policy.
 _NATIVE_EXTRA = "_fft_r2c _fft_c2r _fft_c2c".split()
@@ -163,56 +241,128 @@ _UNSUPPORTED: dict[str, str] = {
 DEFAULT_FALLBACK_REASON = "no Neuron lowering for this op; it runs via CPU fallback"
 
 
-def _build() -> dict[str, tuple[str, str]]:
+# --- other per-op facts (exact op names, without overload) ------------------------------------
+# Ops whose tensors may mix neuron and (non-scalar) CPU tensors, as on CUDA: copies between
+# devices, and indexing with CPU indices.
+MIXED_DEVICE_OK: frozenset[str] = frozenset(
+    f"aten::{n}"
+    for n in """
+    copy_ _copy_from _copy_from_and_resize _to_copy index index_put index_put_ _index_put_impl_
+    set_ lift_fresh _has_compatible_shallow_copy_type equal""".split()
+)
+
+# Ops that only move, select, compare or fill bits: float64 stays float64 through them (every
+# other float64 op computes in float32 on the NeuronCore, which has no fp64 engine).
+DATA_MOVEMENT: frozenset[str] = frozenset(
+    f"aten::{n}"
+    for n in """
+    copy_ _copy_from _copy_from_and_resize _to_copy clone contiguous fill_ zero_
+    _local_scalar_dense cat stack index_select index gather masked_fill_ masked_fill flip roll
+    repeat set_ resize_ as_strided_ _unsafe_view view narrow_copy constant_pad_nd tril triu
+    select slice slice_scatter select_scatter index_put_ _index_put_impl_ scatter scatter_ where
+    eq ne equal isnan _to_dense detach alias expand permute transpose unfold split
+    split_with_sizes chunk unbind t empty_like full ones_like zeros_like full_like masked_select
+    nonzero lift_fresh lift_fresh_copy diagonal squeeze unsqueeze reshape _reshape_alias sort
+    argsort topk max min amax amin unique_consecutive _unique2 view_as_real view_as_complex abs
+    neg maximum minimum clamp clamp_ sign isinf isfinite _efficientzerotensor bernoulli_
+    random_""".split()
+)
+
+# Shape/metadata queries and runtime asserts: no kernel runs for them (a compiled graph's
+# legality check skips them).
+METADATA_ONLY: frozenset[str] = frozenset(
+    f"aten::{n}"
+    for n in """
+    sym_size sym_stride sym_numel sym_storage_offset _assert_async _functional_assert_async
+    _assert_scalar _functional_assert_scalar _assert_tensor_metadata
+    _functional_sym_constrain_range sym_constrain_range sym_constrain_range_for_size
+    _functional_sym_constrain_range_for_size""".split()
+)
+
+
+def _build() -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
     table: dict[str, tuple[str, str]] = {}
-    for group, names in _NATIVE_GROUPS.items():
+    engines: dict[str, str] = {}
+    for group, engine, names in _NATIVE_GROUPS:
         for n in names.split():
             key = n if "::" in n else f"aten::{n}"
             table[key] = (NATIVE, f"native: {group}")
+            engines[key] = engine
     for n in _NATIVE_EXTRA:
         table[f"aten::{n}"] = (NATIVE, "native: FFT primitive (c2c/r2c/c2r), lowered to TensorE")
+        engines[f"aten::{n}"] = TENSOR_E
     for n, reason in _FALLBACK.items():
         table[f"aten::{n}"] = (FALLBACK, reason)
+        engines[f"aten::{n}"] = HOST_CPU
     for n, reason in _UNSUPPORTED.items():
         table[n] = (UNSUPPORTED, reason)
-    return table
+    return table, engines
 
 
-TABLE: dict[str, tuple[str, str]] = _build()
+TABLE: dict[str, tuple[str, str]]
+_ENGINE: dict[str, str]
+TABLE, _ENGINE = _build()
 
 
 def _strip_inplace(name: str) -> str:
     # In-place variants share the lowering of the functional op ("add_" -> "add").
     ns, _, base = name.partition("::")
-    if base.endswith("_") and not base.endswith("__") and not base.startswith("_foreach") \
-            and not base.startswith("_fused") and not base.startswith("_amp"):
+    if (
+        base.endswith("_")
+        and not base.endswith("__")
+        and not base.startswith("_foreach")
+        and not base.startswith("_fused")
+        and not base.startswith("_amp")
+    ):
         return f"{ns}::{base[:-1]}"
     return name
 
 
-def policy_for(op_name: str) -> tuple[str, str]:
-    """(status, reason) for an op name like "aten::linalg_qr" or "aten::add.Tensor"."""
+def _table_key(op_name: str) -> str | None:
+    """The TABLE entry that decides `op_name`: the overload's, the op's, or the functional op's
+    for an in-place variant; None when the table does not name it."""
     if op_name in TABLE:
-        return TABLE[op_name]
+        return op_name
     base = op_name.split(".", 1)[0]
     for key in (base, _strip_inplace(base)):
         if key in TABLE:
-            return TABLE[key]
+            return key
+    return None
+
+
+def policy_for(op_name: str) -> tuple[str, str]:
+    """(status, reason) for an op name like "aten::linalg_qr" or "aten::add.Tensor"."""
+    key = _table_key(op_name)
+    if key is not None:
+        return TABLE[key]
+    base = op_name.split(".", 1)[0]
     if not base.startswith("aten::") and "::" in base and not base.startswith("_c10d"):
         return NATIVE, "custom op: runs as registered by its library"
     return FALLBACK, DEFAULT_FALLBACK_REASON
 
 
-def status_of(op_name: str) -> str:
-    return policy_for(op_name)[0]
+def engine_for(op_name: str) -> str | None:
+    """The NeuronCore engine that does `op_name`'s work (one of ENGINES): e.g. "TensorE" for
+    "aten::mm", "CPU" for an op that runs via CPU fallback. None when it is unknown (custom
+    ops) or the op cannot run on neuron (unsupported)."""
+    key = _table_key(op_name)
+    if key is not None:
+        return _ENGINE.get(key)  # unsupported ops have no engine
+    return HOST_CPU if policy_for(op_name)[0] == FALLBACK else None
+
+
+def is_metadata_only(op_name: str) -> bool:
+    """True for shape/metadata queries and runtime asserts ("aten::sym_size.int"): no kernel."""
+    return op_name.split(".", 1)[0] in METADATA_ONLY
 
 
 def all_aten_ops() -> list[str]:
     """Every ATen op name (without overload) known to the dispatcher."""
     import torch
 
-    names = {n.split(".", 1)[0] for n in torch._C._dispatch_get_all_op_names()
-             if n.startswith("aten::")}
+    names = {
+        n.split(".", 1)[0] for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")
+    }
     return sorted(names)
 
 
@@ -225,16 +375,22 @@ def compatibility_rows() -> list[dict[str, str]]:
 
 
 def push_to_driver() -> None:
-    """Hand the table to the C++ eager path: every dispatcher op gets its status once."""
+    """Hand the table to the C++ eager path, once: every dispatcher op (and every overload the
+    table names) gets its status, reason and the two facts the driver acts on."""
     import torch
 
     from torch_neuronx import _C
 
-    entries = []
     names = {n.split(".", 1)[0] for n in torch._C._dispatch_get_all_op_names()}
+    names.update(k for k in TABLE if "." in k)
+    names.update(MIXED_DEVICE_OK | DATA_MOVEMENT)
+    entries = []
     for name in names:
         status, reason = policy_for(name)
-        entries.append((name, _STATUS_CODE[status], reason))
+        base = name.split(".", 1)[0]
+        entries.append(
+            (name, _STATUS_CODE[status], reason, base in MIXED_DEVICE_OK, base in DATA_MOVEMENT)
+        )
     _C._set_op_policy(entries)
 
 
@@ -252,7 +408,7 @@ def _returns_view(full_name: str) -> bool:
 
 
 def route_structured_ops_whole() -> int:
-    """Send structured ops that have a CPU kernel to the core in one piece (see csrc/kernel.cpp:
+    """Send structured ops that have a CPU kernel to the core in one piece (see csrc/eager/kernel.cpp:
     run_whole_on_core). Returns how many overloads were routed."""
     import torch
 
@@ -265,9 +421,14 @@ def route_structured_ops_whole() -> int:
             continue
         if _returns_view(full):
             continue  # views are metadata-only on the device; the generic path is cheaper
-        if has(full, "CPU") and not has(full, "PrivateUse1") and (
+        if (
+            has(full, "CPU")
+            and not has(full, "PrivateUse1")
+            and (
                 has(full, "CompositeExplicitAutogradNonFunctional")
-                or has(full, "CompositeExplicitAutograd")):
-            names.append(full[len("aten::"):])
+                or has(full, "CompositeExplicitAutograd")
+            )
+        ):
+            names.append(full[len("aten::") :])
     _C._run_whole_on_core(names)
     return len(names)

@@ -7,6 +7,7 @@ ops (the same formulas as PyTorch's CUDA kernels, including the saved workspace 
 nn.LSTM / nn.GRU / LSTMCell / GRUCell train on the device. Autograd uses PyTorch's own
 derivative formulas, which call the backward ops below.
 """
+
 from __future__ import annotations
 
 import torch
@@ -69,8 +70,13 @@ def _gru_cell_backward(grad_hy, workspace, has_bias):
     grad_input_gates = torch.cat([gr, gz, gn], 1)
     grad_hidden_gates = torch.cat([gr, gz, gn * r], 1)
     if has_bias:
-        return (grad_input_gates, grad_hidden_gates, grad_hx, grad_input_gates.sum(0),
-                grad_hidden_gates.sum(0))
+        return (
+            grad_input_gates,
+            grad_hidden_gates,
+            grad_hx,
+            grad_input_gates.sum(0),
+            grad_hidden_gates.sum(0),
+        )
     return grad_input_gates, grad_hidden_gates, grad_hx, None, None
 
 

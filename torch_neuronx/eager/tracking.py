@@ -1,4 +1,5 @@
 """Which ops ran natively and which fell back to CPU (TorchNeuron's op tracking API)."""
+
 from torch_neuronx import _C
 
 

@@ -2,23 +2,31 @@
 
 torch.func transforms and torch.distributions over neuron tensors compute correct results on the
 emulated core, but TorchNeuron does not support them: warn once per feature and process, and
-raise under TORCH_NEURONX_STRICT=1. (torch.func is detected in the driver, csrc/kernel.cpp, from
-functorch's dispatch keys; torch.distributions here, when a distribution is built.)
+raise under TORCH_NEURONX_STRICT=1. Both are detected here: a torch.func transform when it is
+called with a neuron tensor, a distribution when it is built over one. Nested tensors on neuron
+are a clear error. The wrapped torch attributes are listed in runtime/patches.py; the checks
+cost a CPU-only program next to nothing (benchmarks/bench_cpu_only.py).
 """
+
 from __future__ import annotations
 
+import functools
+import importlib
 import warnings
 
 import torch
 
 from torch_neuronx import _C
+from torch_neuronx.runtime import patches
 
 _warned: set[str] = set()
 
 
 def report(feature: str, advice: str) -> None:
-    msg = (f"{feature} over neuron tensors is not supported by TorchNeuron; the emulated core "
-           f"computes it correctly, but real Trainium may not. {advice}")
+    msg = (
+        f"{feature} over neuron tensors is not supported by TorchNeuron; the emulated core "
+        f"computes it correctly, but real Trainium may not. {advice}"
+    )
     if _C._strict():
         raise RuntimeError(msg + " (TORCH_NEURONX_STRICT=1 makes this an error)")
     if feature not in _warned:
@@ -26,8 +34,28 @@ def report(feature: str, advice: str) -> None:
         warnings.warn(msg, UserWarning, stacklevel=3)
 
 
-def _on_neuron(obj) -> bool:
-    return any(isinstance(v, torch.Tensor) and v.device.type == "neuron" for v in vars(obj).values())
+def _neuron_tensors_may_exist() -> bool:
+    """False while no neuron tensor can exist yet: the driver initialises the device at its
+    first allocation. This keeps the checks below off a CPU-only program's path. (Under
+    Dynamo tracing the checks run as written: they are plain Python that Dynamo can trace.)"""
+    return torch.compiler.is_compiling() or _C._is_initialized()
+
+
+def _is_neuron(x) -> bool:
+    # is_cpu first: a plain attribute read, so CPU tensors never build a torch.device
+    return isinstance(x, torch.Tensor) and not x.is_cpu and x.device.type == "neuron"
+
+
+def _any_neuron(values) -> bool:
+    """True if a neuron tensor is among ``values`` or inside one of them (any pytree)."""
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            if _is_neuron(v):
+                return True
+        elif not isinstance(v, (bool, int, float, str, type(None))):
+            if any(_is_neuron(t) for t in torch.utils._pytree.tree_leaves(v)):
+                return True
+    return False
 
 
 _orig_dist_init = torch.distributions.Distribution.__init__
@@ -35,86 +63,110 @@ _orig_dist_init = torch.distributions.Distribution.__init__
 
 def _dist_init(self, *args, **kwargs):
     _orig_dist_init(self, *args, **kwargs)
-    if _on_neuron(self):
-        report("torch.distributions", "Sample on CPU and move the samples, or write the sampling "
-               "with plain tensor ops (torch.randn, torch.rand).")
+    if _neuron_tensors_may_exist() and any(_is_neuron(v) for v in vars(self).values()):
+        report(
+            "torch.distributions",
+            "Sample on CPU and move the samples, or write the sampling "
+            "with plain tensor ops (torch.randn, torch.rand).",
+        )
 
 
-_TRANSFORMS = ("grad", "grad_and_value", "vmap", "vjp", "jvp", "jacrev", "jacfwd", "hessian",
-               "linearize")
-
-
-def _has_neuron(tree) -> bool:
-    leaves = torch.utils._pytree.tree_leaves(tree)
-    return any(isinstance(t, torch.Tensor) and t.device.type == "neuron" for t in leaves)
+_TRANSFORMS = (
+    "grad",
+    "grad_and_value",
+    "vmap",
+    "vjp",
+    "jvp",
+    "jacrev",
+    "jacfwd",
+    "hessian",
+    "linearize",
+)
 
 
 def _wrap_transform(name, transform):
-    import functools
-
     @functools.wraps(transform)
     def wrapped_transform(func, *targs, **tkwargs):
         # vjp/jvp/linearize take the primals directly; the others return a function.
         if name in ("vjp", "jvp", "linearize"):
-            if _has_neuron((targs, tkwargs)):
-                report("torch.func transforms", "Use plain autograd (loss.backward()) or run the "
-                       "transform on CPU tensors.")
+            if _neuron_tensors_may_exist() and _any_neuron((*targs, *tkwargs.values())):
+                report(
+                    "torch.func transforms",
+                    "Use plain autograd (loss.backward()) or run the transform on CPU tensors.",
+                )
             return transform(func, *targs, **tkwargs)
         inner = transform(func, *targs, **tkwargs)
 
         @functools.wraps(inner)
         def call(*args, **kwargs):
-            if _has_neuron((args, kwargs)):
-                report("torch.func transforms", "Use plain autograd (loss.backward()) or run the "
-                       "transform on CPU tensors.")
+            if _neuron_tensors_may_exist() and _any_neuron((*args, *kwargs.values())):
+                report(
+                    "torch.func transforms",
+                    "Use plain autograd (loss.backward()) or run the transform on CPU tensors.",
+                )
             return inner(*args, **kwargs)
 
         return call
 
-    wrapped_transform._neuron_wrapped = True
     return wrapped_transform
 
 
-_NESTED_FACTORIES = ("nested_tensor", "as_nested_tensor", "nested_tensor_from_jagged", "narrow",
-                     "to_padded_tensor")
+_NESTED_FACTORIES = (
+    "nested_tensor",
+    "as_nested_tensor",
+    "nested_tensor_from_jagged",
+    "narrow",
+    "to_padded_tensor",
+)
 
 
 def _nested_error():
     return NotImplementedError(
         "Nested tensors (torch.nested) are not supported on the neuron device. Pad the "
         "sequences into a dense tensor (torch.nn.utils.rnn.pad_sequence) or keep nested "
-        "tensors on CPU.")
+        "tensors on CPU."
+    )
 
 
 def _wrap_nested(fn):
-    import functools
-
     @functools.wraps(fn)
     def wrapped(*args, **kwargs):
         dev = kwargs.get("device")
         if dev is not None and torch.device(dev).type == "neuron":
             raise _nested_error()
         out = fn(*args, **kwargs)
-        if isinstance(out, torch.Tensor) and out.is_nested and out.device.type == "neuron":
+        if isinstance(out, torch.Tensor) and out.is_nested and _is_neuron(out):
             raise _nested_error()
         return out
 
-    wrapped._neuron_wrapped = True
     return wrapped
 
 
 def install() -> None:
     for name in _NESTED_FACTORIES:
         fn = getattr(torch.nested, name, None)
-        if fn is not None and not getattr(fn, "_neuron_wrapped", False):
-            setattr(torch.nested, name, _wrap_nested(fn))
-    if torch.distributions.Distribution.__init__ is not _dist_init:
-        torch.distributions.Distribution.__init__ = _dist_init
-    import importlib
-
+        if fn is not None:
+            patches.replace(
+                torch.nested,
+                name,
+                _wrap_nested(fn),
+                reason="nested tensors on neuron: raise a clear error naming the "
+                "alternative (padding) instead of failing inside an op",
+            )
+    patches.replace(
+        torch.distributions.Distribution,
+        "__init__",
+        _dist_init,
+        reason="warn (or raise under TORCH_NEURONX_STRICT=1) that torch.distributions "
+        "over neuron tensors is not supported by TorchNeuron",
+    )
     func = importlib.import_module("torch.func")
     for name in _TRANSFORMS:
-        fn = getattr(func, name, None)
-        if fn is not None and not getattr(fn, "_neuron_wrapped", False):
-            setattr(func, name, _wrap_transform(name, fn))
-    torch.vmap = func.vmap
+        patches.replace(
+            func,
+            name,
+            _wrap_transform(name, getattr(func, name)),
+            reason="warn (or raise under TORCH_NEURONX_STRICT=1) that torch.func "
+            "transforms over neuron tensors are not supported by TorchNeuron",
+        )
+    patches.replace(torch, "vmap", func.vmap, reason="the same wrapper as torch.func.vmap")

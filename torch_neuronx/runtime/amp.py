@@ -1,4 +1,5 @@
 """Mixed-precision capabilities of the NeuronCore."""
+
 import torch
 
 

@@ -1,44 +1,61 @@
-"""Host aliasing: the emulated NeuronCore's memory is host RAM, so a neuron tensor
-can be viewed as a CPU tensor over the same bytes (no copy), and CPU-produced
-results can be adopted as neuron tensors.
+"""The host view of device memory: the one entry point every layer uses.
 
-This is the one seam through which the compile and distributed layers run CPU code
-(Inductor kernels, gloo) directly on device memory.
+The emulated NeuronCore's memory is host RAM, so a neuron tensor can be viewed as a CPU tensor
+over the same bytes (no copy), CPU kernels can allocate straight from a device's memory pool,
+and CPU-produced results can be adopted as neuron tensors. This is how compiled graphs
+(Inductor's CPU kernels), collectives (gloo) and the NKI simulator run on device memory. The
+driver's eager path and its c10d kernels use the same C++ functions
+(csrc/runtime/host_alias.h, csrc/runtime/allocator.h).
 """
-from __future__ import annotations
 
-import contextlib
+from __future__ import annotations
 
 import torch
 
 from torch_neuronx import _C
 
+__all__ = ["host_alias", "adopt", "device_allocations", "allocation_route"]
 
-def host_alias(t: torch.Tensor) -> torch.Tensor:
-    """A CPU tensor sharing memory (sizes, strides, offset) with neuron tensor ``t``.
-    CPU tensors are returned unchanged. Writes through the alias land on the device."""
-    return _C._host_alias(t)
+#: ``host_alias(t)``: a CPU tensor sharing memory (sizes, strides, offset, conj/neg bits) with
+#: neuron tensor ``t``; other tensors are returned unchanged. Writes through the alias land on
+#: the device. The driver function itself, with no Python wrapper: compiled graphs and
+#: collectives call it for every tensor.
+host_alias = _C._host_alias
+
+
+def _index(device) -> int:
+    if isinstance(device, int):
+        return device
+    index = (device if isinstance(device, torch.device) else torch.device(device)).index
+    return _C._current_device() if index is None else index
 
 
 def adopt(t: torch.Tensor, device) -> torch.Tensor:
-    """Turn CPU tensor ``t`` into a neuron tensor on ``device``. Zero-copy when ``t``'s
-    memory was allocated inside :func:`device_allocations` for that device, else a copy."""
-    index = torch.device(device).index
-    if index is None:
-        index = torch.neuron.current_device()
-    return _C._adopt_host_tensor(t, index)
+    """Turn CPU tensor ``t`` into a neuron tensor on ``device`` (a device, its name or its
+    index). Zero-copy when ``t``'s memory was allocated inside :func:`device_allocations` for
+    that device, else a copy."""
+    return _C._adopt_host_tensor(t, _index(device))
 
 
-@contextlib.contextmanager
-def device_allocations(device):
-    """While active, CPU allocations made by this thread come from the neuron device's
-    memory pool (accounted and capacity-checked), so CPU kernels write their outputs
-    straight into device memory."""
-    index = torch.device(device).index
-    if index is None:
-        index = torch.neuron.current_device()
-    prev = _C._set_alloc_route(index)
-    try:
-        yield
-    finally:
-        _C._set_alloc_route(prev)
+class device_allocations:
+    """While active, CPU allocations made by this thread come from the neuron device's memory
+    pool (accounted and capacity-checked), so CPU kernels write their outputs straight into
+    device memory. ``device`` is a device, its name or its index; -1 routes allocations back
+    to host memory for the duration (scratch that is not device memory)."""
+
+    __slots__ = ("_index", "_prev")
+
+    def __init__(self, device) -> None:
+        self._index = _index(device)
+
+    def __enter__(self) -> device_allocations:
+        self._prev = _C._set_alloc_route(self._index)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _C._set_alloc_route(self._prev)
+
+
+def allocation_route() -> int:
+    """The device index this thread's CPU allocations currently go to, or -1 (host memory)."""
+    return _C._alloc_route()

@@ -1,13 +1,31 @@
-"""Device memory statistics and control (torch.cuda's names and keys)."""
+"""torch.neuron.memory: device memory statistics and control (torch.cuda.memory's names and
+keys)."""
+
 from __future__ import annotations
 
 import collections
 
 from torch_neuronx import _C
-from torch_neuronx.runtime.device import _index
+from torch_neuronx.runtime.devices import _index, get_device_properties
+
+__all__ = [
+    "empty_cache",
+    "max_memory_allocated",
+    "max_memory_reserved",
+    "mem_get_info",
+    "memory_allocated",
+    "memory_reserved",
+    "memory_stats",
+    "memory_stats_as_nested_dict",
+    "memory_summary",
+    "reset_accumulated_memory_stats",
+    "reset_max_memory_allocated",
+    "reset_max_memory_reserved",
+    "reset_peak_memory_stats",
+]
 
 
-def memory_stats(device=None) -> "collections.OrderedDict[str, int]":
+def memory_stats(device=None) -> collections.OrderedDict[str, int]:
     stats = _C._memory_stats(_index(device))
     return collections.OrderedDict(sorted(stats.items()))
 
@@ -62,8 +80,6 @@ def empty_cache() -> None:
 
 def mem_get_info(device=None) -> tuple[int, int]:
     """(free, total) bytes of the device's emulated HBM."""
-    from torch_neuronx.runtime.device import get_device_properties
-
     total = get_device_properties(device).total_memory
     return total - memory_reserved(device), total
 
@@ -91,18 +107,26 @@ def memory_summary(device=None, abbreviated: bool = False) -> str:
     ]
     pools = ["all"] if abbreviated else ["all", "large_pool", "small_pool"]
     line = "|" + "=" * 91 + "|"
-    out = [line, f"|{'neuron memory summary, device ID ' + str(idx):^91}|", line,
-           f"| {'Metric':<32}| {'Cur Usage':>12} | {'Peak Usage':>12} | {'Tot Alloc':>12} | {'Tot Freed':>11} |",
-           line]
+    out = [
+        line,
+        f"|{'neuron memory summary, device ID ' + str(idx):^91}|",
+        line,
+        f"| {'Metric':<32}| {'Cur Usage':>12} | {'Peak Usage':>12} | {'Tot Alloc':>12} | {'Tot Freed':>11} |",
+        line,
+    ]
     for title, key, is_bytes in rows:
         for pool in pools:
             pfx = f"{key}.{pool}."
             vals = [s[pfx + k] for k in ("current", "peak", "allocated", "freed")]
             f = _fmt if is_bytes else str
             label = title if pool == "all" else f"      from {pool.replace('_pool', '')} pool"
-            out.append(f"| {label:<32}| {f(vals[0]):>12} | {f(vals[1]):>12} | {f(vals[2]):>12} | {f(vals[3]):>11} |")
+            out.append(
+                f"| {label:<32}| {f(vals[0]):>12} | {f(vals[1]):>12} | {f(vals[2]):>12} | {f(vals[3]):>11} |"
+            )
         out.append(line)
-    out.append(f"| Allocation retries: {s['num_alloc_retries']:<10} OOMs: {s['num_ooms']:<10}"
-               f" device allocs/frees: {s['num_device_alloc']}/{s['num_device_free']:<16}|")
+    out.append(
+        f"| Allocation retries: {s['num_alloc_retries']:<10} OOMs: {s['num_ooms']:<10}"
+        f" device allocs/frees: {s['num_device_alloc']}/{s['num_device_free']:<16}|"
+    )
     out.append(line)
     return "\n".join(out) + "\n"

@@ -5,11 +5,14 @@ nn.Module._apply swaps `param.data` in place only between "dense" backends that 
 tied by identity (a GPT head tied to its embedding) silently become two parameters. After
 the outermost _apply we restore every identity the module tree had before the move.
 """
+
 from __future__ import annotations
 
 import threading
 
 import torch
+
+from torch_neuronx.runtime import patches
 
 _state = threading.local()
 _orig_apply = torch.nn.Module._apply
@@ -40,5 +43,10 @@ def _apply(self, fn, recurse=True):
 
 
 def install() -> None:
-    if torch.nn.Module._apply is not _apply:
-        torch.nn.Module._apply = _apply
+    patches.replace(
+        torch.nn.Module,
+        "_apply",
+        _apply,
+        reason="keep parameters tied by identity tied when a module moves to or from neuron "
+        "(PyTorch creates one new Parameter per owning module for PrivateUse1)",
+    )

@@ -1,10 +1,11 @@
 """Random number generation on neuron: one default generator per device."""
+
 from __future__ import annotations
 
 import torch
 
 from torch_neuronx import _C
-from torch_neuronx.runtime.device import _index, device_count
+from torch_neuronx.runtime.devices import _index, device_count
 
 
 def default_generator(device=None) -> torch.Generator:

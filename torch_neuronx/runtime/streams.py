@@ -1,13 +1,14 @@
 """Streams and events (CUDA's interface). Execution is synchronous today: work has finished
 when an op returns, so queries are always True and waits return at once; the guard in
-csrc/guard.cpp is where an asynchronous per-stream queue would plug in."""
+csrc/runtime/guard.cpp is where an asynchronous per-stream queue would plug in."""
+
 from __future__ import annotations
 
 import contextlib
 
 import torch
 
-from torch_neuronx.runtime.device import _index
+from torch_neuronx.runtime.devices import _index
 
 
 class _NeuronKind(type):
@@ -36,23 +37,25 @@ class Stream(metaclass=_NeuronKind):
             return torch.Stream(**kwargs)
         return torch.Stream(device=torch.device("neuron", _index(device)), priority=priority)
 
-    @staticmethod
-    def _wrap(s: torch.Stream) -> torch.Stream:
-        return s
-
 
 class Event(metaclass=_NeuronKind):
     """A neuron event (a torch.Event on a neuron device); elapsed_time needs enable_timing."""
 
     base = torch.Event
 
-    def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
-        return torch.Event(device=torch.device("neuron", _index(None)), enable_timing=enable_timing,
-                           blocking=blocking, interprocess=interprocess)
+    def __new__(
+        cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
+    ):
+        return torch.Event(
+            device=torch.device("neuron", _index(None)),
+            enable_timing=enable_timing,
+            blocking=blocking,
+            interprocess=interprocess,
+        )
 
 
 def current_stream(device=None) -> Stream:
-    return Stream._wrap(torch.accelerator.current_stream(_index(device)))
+    return torch.accelerator.current_stream(_index(device))
 
 
 def default_stream(device=None) -> Stream:

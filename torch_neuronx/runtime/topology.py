@@ -1,15 +1,17 @@
 """Emulated instance profiles and the environment variables that shape them.
 
-A `neuron:N` device is one logical NeuronCore. Figures come from
-shared/reference/trainium-specs.md: a Trn2 chip has 8 physical NeuronCore-v3 and 96 GiB of
-HBM; a Trn3 chip 8 NeuronCore-v4 and 144 GiB. LNC=2 (the default) groups two physical cores
-into one logical core, which then owns the HBM of both.
+A `neuron:N` device is one logical NeuronCore. Figures come from AWS's Neuron hardware
+documentation (each with its public source in docs/sources.md): a Trn2 chip has 8 physical
+NeuronCore-v3 and 96 GiB of HBM; a Trn3 chip 8 NeuronCore-v4 and 144 GiB. LNC=2 (the default)
+groups two physical cores into one logical core, which then owns the HBM of both.
 """
+
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
+
+from torch_neuronx.runtime import env
 
 GiB = 1 << 30
 
@@ -31,7 +33,7 @@ PROFILES = {
         InstanceProfile("trn2.48xlarge", 16, 8, 96 * GiB, "NeuronCore-v3"),
         InstanceProfile("trn2u.48xlarge", 16, 8, 96 * GiB, "NeuronCore-v3"),
         # Trn3: the Linux driver names 3xlarge and 48xlarge variants; which ones customers can
-        # launch is unconfirmed (trainium-specs.md), so both are offered for planning.
+        # launch is unconfirmed (docs/sources.md), so both are offered for planning.
         InstanceProfile("trn3.3xlarge", 1, 8, 144 * GiB, "NeuronCore-v4"),
         InstanceProfile("trn3.48xlarge", 16, 8, 144 * GiB, "NeuronCore-v4"),
     ]
@@ -58,7 +60,9 @@ class Topology:
 def parse_size(text: str) -> int:
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?i?B?)?\s*", text, re.IGNORECASE)
     if not m:
-        raise ValueError(f"TORCH_NEURONX_HBM_PER_CORE={text!r}: expected a size like 512MiB, 2GiB or 1073741824")
+        raise ValueError(
+            f"TORCH_NEURONX_HBM_PER_CORE={text!r}: expected a size like 512MiB, 2GiB or 1073741824"
+        )
     value = float(m.group(1))
     unit = (m.group(2) or "").upper().rstrip("B").rstrip("I")
     scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[unit]
@@ -82,37 +86,42 @@ def parse_core_list(text: str, total: int) -> tuple[int, ...]:
         if not 0 <= c < total:
             raise ValueError(
                 f"NEURON_RT_VISIBLE_CORES={text!r}: core {c} does not exist; this instance has "
-                f"{total} logical NeuronCores (0..{total - 1})")
+                f"{total} logical NeuronCores (0..{total - 1})"
+            )
     if len(set(cores)) != len(cores):
         raise ValueError(f"NEURON_RT_VISIBLE_CORES={text!r}: a core is listed twice")
     return tuple(cores)
 
 
-def from_environment(env=None) -> Topology:
-    env = os.environ if env is None else env
-    name = env.get("TORCH_NEURONX_EMULATED_INSTANCE", DEFAULT_PROFILE)
+def from_environment(environ=None) -> Topology:
+    """The topology ``environ`` (default: os.environ) asks for."""
+    name = env.text("TORCH_NEURONX_EMULATED_INSTANCE", DEFAULT_PROFILE, environ=environ)
     if name not in PROFILES:
         raise ValueError(
             f"TORCH_NEURONX_EMULATED_INSTANCE={name!r} is not a known profile; choose one of "
-            f"{', '.join(sorted(PROFILES))}")
+            f"{', '.join(sorted(PROFILES))}"
+        )
     profile = PROFILES[name]
-    lnc_text = env.get("NEURON_LOGICAL_NC_CONFIG", str(profile.default_lnc))
+    lnc_text = env.text("NEURON_LOGICAL_NC_CONFIG", str(profile.default_lnc), environ=environ)
     if lnc_text not in ("1", "2"):
         raise ValueError(f"NEURON_LOGICAL_NC_CONFIG={lnc_text!r}: must be 1 or 2")
     lnc = int(lnc_text)
     total = profile.chips * profile.physical_cores_per_chip // lnc
     visible = tuple(range(total))
-    if env.get("NEURON_RT_VISIBLE_CORES"):
-        visible = parse_core_list(env["NEURON_RT_VISIBLE_CORES"], total)
-    if env.get("NEURON_RT_NUM_CORES"):
-        n = int(env["NEURON_RT_NUM_CORES"])
+    visible_text = env.text("NEURON_RT_VISIBLE_CORES", environ=environ)
+    if visible_text is not None:
+        visible = parse_core_list(visible_text, total)
+    n = env.integer("NEURON_RT_NUM_CORES", None, environ=environ)
+    if n is not None:
         if not 0 < n <= len(visible):
             raise ValueError(
-                f"NEURON_RT_NUM_CORES={n}: between 1 and the {len(visible)} visible cores")
+                f"NEURON_RT_NUM_CORES={n}: between 1 and the {len(visible)} visible cores"
+            )
         visible = visible[:n]
     hbm = profile.hbm_per_chip * lnc // profile.physical_cores_per_chip
-    if env.get("TORCH_NEURONX_HBM_PER_CORE"):
-        hbm = parse_size(env["TORCH_NEURONX_HBM_PER_CORE"])
+    hbm_text = env.text("TORCH_NEURONX_HBM_PER_CORE", environ=environ)
+    if hbm_text is not None:
+        hbm = parse_size(hbm_text)
     return Topology(profile, lnc, visible, hbm)
 
 

@@ -20,11 +20,12 @@ Public names:
   per-step losses (used by the example, the tests and the benchmark).
 - :func:`max_rel_diff` -- elementwise maximum relative difference helper.
 """
+
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, asdict
-from typing import Iterable, List, Optional, Sequence, Tuple, Union
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
 
 import torch
 import torch.nn as nn
@@ -44,7 +45,7 @@ __all__ = [
     "sync",
 ]
 
-DeviceLike = Union[str, torch.device]
+DeviceLike = str | torch.device
 
 
 # --------------------------------------------------------------------------- config
@@ -136,7 +137,7 @@ class TinyGPT(nn.Module):
     docstring); use :meth:`to` / :func:`build_tinygpt` to move the model.
     """
 
-    def __init__(self, config: Optional[GPTConfig] = None, seed: int = 0, **overrides):
+    def __init__(self, config: GPTConfig | None = None, seed: int = 0, **overrides):
         super().__init__()
         if config is None:
             config = GPTConfig(**overrides)
@@ -191,8 +192,8 @@ class TinyGPT(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
     def forward(
-        self, idx: torch.Tensor, targets: Optional[torch.Tensor] = None
-    ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+        self, idx: torch.Tensor, targets: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         B, T = idx.shape
         if T > self.config.seq_len:
             raise ValueError(f"sequence length {T} exceeds config.seq_len {self.config.seq_len}")
@@ -207,17 +208,16 @@ class TinyGPT(nn.Module):
         logits = self.lm_head(x)
         loss = None
         if targets is not None:
-            loss = F.cross_entropy(
-                logits.reshape(-1, logits.size(-1)).float(), targets.reshape(-1)
-            )
+            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), targets.reshape(-1))
         return logits, loss
 
 
 class MLP(nn.Module):
     """``Linear(in, hidden) -> ReLU -> Linear(hidden, out)``; defaults 64 -> 128 -> 10."""
 
-    def __init__(self, in_features: int = 64, hidden: int = 128, out_features: int = 10,
-                 seed: int = 0):
+    def __init__(
+        self, in_features: int = 64, hidden: int = 128, out_features: int = 10, seed: int = 0
+    ):
         super().__init__()
         with torch.random.fork_rng(devices=[]):  # see TinyGPT.__init__
             self.fc1 = nn.Linear(in_features, hidden)
@@ -242,14 +242,20 @@ class MLP(nn.Module):
 # --------------------------------------------------------------------------- builders
 
 
-def build_tinygpt(seed: int = 0, device: DeviceLike = "cpu",
-                  config: Optional[GPTConfig] = None, **overrides) -> TinyGPT:
+def build_tinygpt(
+    seed: int = 0, device: DeviceLike = "cpu", config: GPTConfig | None = None, **overrides
+) -> TinyGPT:
     """A :class:`TinyGPT` initialised from ``seed`` and moved to ``device``."""
     return TinyGPT(config, seed=seed, **overrides).to(device)
 
 
-def build_mlp(seed: int = 0, device: DeviceLike = "cpu", in_features: int = 64,
-              hidden: int = 128, out_features: int = 10) -> MLP:
+def build_mlp(
+    seed: int = 0,
+    device: DeviceLike = "cpu",
+    in_features: int = 64,
+    hidden: int = 128,
+    out_features: int = 10,
+) -> MLP:
     """An :class:`MLP` initialised from ``seed`` and moved to ``device``."""
     return MLP(in_features, hidden, out_features, seed=seed).to(device)
 
@@ -257,9 +263,14 @@ def build_mlp(seed: int = 0, device: DeviceLike = "cpu", in_features: int = 64,
 # --------------------------------------------------------------------------- data
 
 
-def make_batch(seed: int, batch_size: int = 4, seq_len: Optional[int] = None,
-               vocab_size: Optional[int] = None, device: DeviceLike = "cpu",
-               config: Optional[GPTConfig] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+def make_batch(
+    seed: int,
+    batch_size: int = 4,
+    seq_len: int | None = None,
+    vocab_size: int | None = None,
+    device: DeviceLike = "cpu",
+    config: GPTConfig | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """A synthetic next-token batch ``(idx, targets)``, both int64 of shape
     ``(batch_size, seq_len)``, deterministic in ``seed`` (private CPU generator).
 
@@ -282,9 +293,13 @@ def make_batch(seed: int, batch_size: int = 4, seq_len: Optional[int] = None,
     return idx.to(device), targets.to(device)
 
 
-def make_mlp_batch(seed: int, batch_size: int = 32, in_features: int = 64,
-                   n_classes: int = 10, device: DeviceLike = "cpu"
-                   ) -> Tuple[torch.Tensor, torch.Tensor]:
+def make_mlp_batch(
+    seed: int,
+    batch_size: int = 32,
+    in_features: int = 64,
+    n_classes: int = 10,
+    device: DeviceLike = "cpu",
+) -> tuple[torch.Tensor, torch.Tensor]:
     """A synthetic classification batch ``(x, y)``: ``x`` float32 ``(B, in_features)``,
     ``y`` int64 labels given by a fixed random linear teacher (so it is learnable)."""
     g = torch.Generator(device="cpu").manual_seed(int(seed))
@@ -320,11 +335,18 @@ def _make_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: float, 
     raise ValueError(f"unknown optimizer {name!r}")
 
 
-def train_tinygpt(device: DeviceLike = "cpu", steps: int = 20, seed: int = 0,
-                  batch_size: int = 4, lr: float = 3e-3, optimizer: str = "adamw",
-                  config: Optional[GPTConfig] = None, optimizer_kwargs: Optional[dict] = None,
-                  clip_grad_norm: Optional[float] = None, model: Optional[TinyGPT] = None,
-                  ) -> List[float]:
+def train_tinygpt(
+    device: DeviceLike = "cpu",
+    steps: int = 20,
+    seed: int = 0,
+    batch_size: int = 4,
+    lr: float = 3e-3,
+    optimizer: str = "adamw",
+    config: GPTConfig | None = None,
+    optimizer_kwargs: dict | None = None,
+    clip_grad_norm: float | None = None,
+    model: TinyGPT | None = None,
+) -> list[float]:
     """Train a seeded :class:`TinyGPT` for ``steps`` steps on ``device`` (batch ``i`` is
     ``make_batch(seed * 1000 + i)``) and return the loss of every step as floats.
 
@@ -348,9 +370,15 @@ def train_tinygpt(device: DeviceLike = "cpu", steps: int = 20, seed: int = 0,
     return losses
 
 
-def train_mlp(device: DeviceLike = "cpu", steps: int = 20, seed: int = 0,
-              batch_size: int = 32, lr: float = 0.05, optimizer: str = "sgd",
-              optimizer_kwargs: Optional[dict] = None) -> List[float]:
+def train_mlp(
+    device: DeviceLike = "cpu",
+    steps: int = 20,
+    seed: int = 0,
+    batch_size: int = 32,
+    lr: float = 0.05,
+    optimizer: str = "sgd",
+    optimizer_kwargs: dict | None = None,
+) -> list[float]:
     """Train a seeded :class:`MLP` (64 -> 128 -> 10) with cross-entropy; per-step losses."""
     model = build_mlp(seed, device)
     opt = _make_optimizer(optimizer, model.parameters(), lr, **(optimizer_kwargs or {}))
@@ -368,15 +396,18 @@ def train_mlp(device: DeviceLike = "cpu", steps: int = 20, seed: int = 0,
 # --------------------------------------------------------------------------- comparing
 
 
-def max_rel_diff(a: Union[Sequence[float], torch.Tensor],
-                 b: Union[Sequence[float], torch.Tensor], eps: float = 1e-12) -> float:
+def max_rel_diff(
+    a: Sequence[float] | torch.Tensor, b: Sequence[float] | torch.Tensor, eps: float = 1e-12
+) -> float:
     """``max |a - b| / max(|b|, eps)`` elementwise, computed in float64 on the CPU.
     ``b`` is the reference. Returns ``inf`` if any element is non-finite in only one of
     them or the shapes differ, and 0.0 for empty inputs."""
-    ta = torch.as_tensor(a.detach().cpu() if isinstance(a, torch.Tensor) else a,
-                         dtype=torch.float64)
-    tb = torch.as_tensor(b.detach().cpu() if isinstance(b, torch.Tensor) else b,
-                         dtype=torch.float64)
+    ta = torch.as_tensor(
+        a.detach().cpu() if isinstance(a, torch.Tensor) else a, dtype=torch.float64
+    )
+    tb = torch.as_tensor(
+        b.detach().cpu() if isinstance(b, torch.Tensor) else b, dtype=torch.float64
+    )
     if ta.shape != tb.shape:
         return math.inf
     if ta.numel() == 0:

@@ -1,4 +1,5 @@
 """`torch-neuronx` command line: verify (TorchNeuron's quickstart check), info, ops."""
+
 from __future__ import annotations
 
 import argparse
@@ -29,9 +30,9 @@ def _print_table(title: str, headers: list[str], rows: list[list[str]]) -> None:
         con.print(t)
         return
     print(title)
-    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
+    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows, strict=True)]
     for r in [headers, *rows]:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)))
 
 
 def cmd_info(args) -> int:
@@ -42,20 +43,36 @@ def cmd_info(args) -> int:
 
     topo = topology.current()
     if args.json:
-        print(json.dumps({
-            "torch_neuronx": torch_neuronx.__version__, "torch": torch.__version__,
-            "python": platform.python_version(), "profile": topo.profile.name, "lnc": topo.lnc,
-            "devices": [{"index": i, "logical_core": c, "total_memory": topo.hbm_per_core}
-                        for i, c in enumerate(topo.visible_cores)],
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    "torch_neuronx": torch_neuronx.__version__,
+                    "torch": torch.__version__,
+                    "python": platform.python_version(),
+                    "profile": topo.profile.name,
+                    "lnc": topo.lnc,
+                    "devices": [
+                        {"index": i, "logical_core": c, "total_memory": topo.hbm_per_core}
+                        for i, c in enumerate(topo.visible_cores)
+                    ],
+                },
+                indent=2,
+            )
+        )
         return 0
-    print(f"torch_neuronx {torch_neuronx.__version__}  torch {torch.__version__}  "
-          f"python {platform.python_version()}")
-    print(f"emulated instance: {topo.profile.name} ({topo.profile.chips} chip(s) x "
-          f"{topo.profile.physical_cores_per_chip} {topo.profile.core_generation}), "
-          f"LNC={topo.lnc}, {topo.logical_cores_total} logical cores, {topo.device_count} visible")
-    rows = [[f"neuron:{i}", c, f"{topo.hbm_per_core / 2**30:.1f} GiB"]
-            for i, c in enumerate(topo.visible_cores)]
+    print(
+        f"torch_neuronx {torch_neuronx.__version__}  torch {torch.__version__}  "
+        f"python {platform.python_version()}"
+    )
+    print(
+        f"emulated instance: {topo.profile.name} ({topo.profile.chips} chip(s) x "
+        f"{topo.profile.physical_cores_per_chip} {topo.profile.core_generation}), "
+        f"LNC={topo.lnc}, {topo.logical_cores_total} logical cores, {topo.device_count} visible"
+    )
+    rows = [
+        [f"neuron:{i}", c, f"{topo.hbm_per_core / 2**30:.1f} GiB"]
+        for i, c in enumerate(topo.visible_cores)
+    ]
     _print_table("devices", ["device", "logical core", "HBM capacity"], rows)
     return 0
 
@@ -73,8 +90,10 @@ def cmd_verify(args) -> int:
         checks.append((name, ok, detail))
         return ok
 
-    check("neuron device available", lambda: (torch.neuron.is_available(),
-                                              f"{torch.neuron.device_count()} device(s)"))
+    check(
+        "neuron device available",
+        lambda: (torch.neuron.is_available(), f"{torch.neuron.device_count()} device(s)"),
+    )
     cmd_info(argparse.Namespace(json=False))
 
     def matmul():
@@ -92,8 +111,9 @@ def cmd_verify(args) -> int:
         losses = {}
         for dev in ("cpu", "neuron"):
             torch.manual_seed(0)
-            model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(),
-                                        torch.nn.Linear(32, 4)).to(dev)
+            model = torch.nn.Sequential(
+                torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4)
+            ).to(dev)
             opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
             g = torch.Generator().manual_seed(1)
             x = torch.randn(32, 16, generator=g).to(dev)
@@ -106,14 +126,22 @@ def cmd_verify(args) -> int:
                 opt.step()
                 out.append(loss.item())
             losses[dev] = out
-        diff = max(abs(a - b) / max(abs(a), 1e-12) for a, b in zip(losses["cpu"], losses["neuron"]))
+        diff = max(
+            abs(a - b) / max(abs(a), 1e-12)
+            for a, b in zip(losses["cpu"], losses["neuron"], strict=True)
+        )
         decreasing = losses["neuron"][-1] < losses["neuron"][0]
-        return diff < 1e-4 and decreasing, (f"5 AdamW steps, loss {losses['neuron'][0]:.4f} -> "
-                                            f"{losses['neuron'][-1]:.4f}, max rel diff vs CPU {diff:.1e}")
+        return diff < 1e-4 and decreasing, (
+            f"5 AdamW steps, loss {losses['neuron'][0]:.4f} -> "
+            f"{losses['neuron'][-1]:.4f}, max rel diff vs CPU {diff:.1e}"
+        )
 
     check("training steps on neuron match CPU", train)
-    _print_table("torch-neuronx verify", ["check", "result", "detail"],
-                 [[n, "PASS" if ok else "FAIL", d] for n, ok, d in checks])
+    _print_table(
+        "torch-neuronx verify",
+        ["check", "result", "detail"],
+        [[n, "PASS" if ok else "FAIL", d] for n, ok, d in checks],
+    )
     ok = all(ok for _, ok, _ in checks)
     print("verify: all checks passed" if ok else "verify: FAILED")
     return 0 if ok else 1
@@ -134,17 +162,22 @@ def cmd_ops(args) -> int:
         for r in rows:
             counts[r["status"]] = counts.get(r["status"], 0) + 1
         print("# Operator compatibility (generated by `torch-neuronx ops --format markdown`)\n")
-        print("Status of every ATen operator on the `neuron` device, from the op policy table "
-              "(torch_neuronx/eager/op_policy.py). `native`: runs on the NeuronCore; `fallback`: "
-              "runs via CPU fallback with a one-time warning (an error under "
-              "`TORCH_NEURONX_STRICT=1`); `unsupported`: raises.\n")
+        print(
+            "Status of every ATen operator on the `neuron` device, from the op policy table "
+            "(torch_neuronx/eager/op_policy.py). `native`: runs on the NeuronCore; `fallback`: "
+            "runs via CPU fallback with a one-time warning (an error under "
+            "`TORCH_NEURONX_STRICT=1`); `unsupported`: raises.\n"
+        )
         print("Totals: " + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) + "\n")
         print("| op | status | reason |\n|---|---|---|")
         for r in rows:
             print(f"| `{r['op']}` | {r['status']} | {r['reason']} |")
     else:
-        _print_table("operator compatibility", ["op", "status", "reason"],
-                     [[r["op"], r["status"], r["reason"]] for r in rows])
+        _print_table(
+            "operator compatibility",
+            ["op", "status", "reason"],
+            [[r["op"], r["status"], r["reason"]] for r in rows],
+        )
     return 0
 
 

@@ -4,14 +4,14 @@ argv[1]: the init_process_group backend string ("neuron" or "cpu:gloo,neuron:neu
 Each check runs twice (sync and async_op=True) and compares bitwise with a pure-gloo
 CPU group; results go to $NX_TEST_OUT/rank<r>.json.
 """
+
 import datetime
 import os
 import sys
 
 import torch
 import torch.distributed as dist
-
-from nxcommon import RESULTS, rank, record, same, write_results
+from nxcommon import record, same, write_results
 
 BACKEND = sys.argv[1]
 LOCAL = int(os.environ["LOCAL_RANK"])
@@ -49,10 +49,13 @@ def s_all_reduce(op, dtype=torch.float32):
                 t.mul_(0.25)
                 wait(dist.all_reduce(t, dist.ReduceOp.SUM, group=group, async_op=a), a)
             else:
-                wait(dist.all_reduce(t, dist._make_nccl_premul_sum(0.25), group=group, async_op=a), a)
+                wait(
+                    dist.all_reduce(t, dist._make_nccl_premul_sum(0.25), group=group, async_op=a), a
+                )
         else:
             wait(dist.all_reduce(t, op, group=group, async_op=a), a)
         return [t]
+
     return f
 
 
@@ -75,6 +78,19 @@ def s_reduce_scatter(dev, group, a):
     return [out] + ins
 
 
+def s_reduce_scatter_premul(dev, group, a):
+    out = torch.empty(3, device=dev)
+    ins = [data(3, salt=i).to(dev) for i in range(W)]
+    if dev.type == "cpu":
+        w = dist.reduce_scatter(out, [i * 0.5 for i in ins], group=group, async_op=a)
+    else:
+        w = dist.reduce_scatter(
+            out, ins, op=dist._make_nccl_premul_sum(0.5), group=group, async_op=a
+        )
+    wait(w, a)
+    return [out] + ins  # the inputs must be left untouched
+
+
 def s_reduce_scatter_tensor(dev, group, a):
     out = torch.empty(3, device=dev)
     inp = data(3 * W).to(dev)
@@ -88,8 +104,9 @@ def s_reduce_scatter_tensor_premul(dev, group, a):
     if dev.type == "cpu":
         w = dist.reduce_scatter_tensor(out, inp * 0.5, group=group, async_op=a)
     else:
-        w = dist.reduce_scatter_tensor(out, inp, op=dist._make_nccl_premul_sum(0.5),
-                                       group=group, async_op=a)
+        w = dist.reduce_scatter_tensor(
+            out, inp, op=dist._make_nccl_premul_sum(0.5), group=group, async_op=a
+        )
     wait(w, a)
     return [out, inp]  # the input must be left untouched
 
@@ -97,6 +114,7 @@ def s_reduce_scatter_tensor_premul(dev, group, a):
 def s_premul_tensor_factor(kind):
     """PREMUL_SUM whose factor is a 0-d device tensor (what FSDP2 builds), for all_reduce
     and reduce_scatter_tensor; the CPU reference is SUM over inputs scaled on the host."""
+
     def f(dev, group, a):
         inp = data(3 * W).to(dev)
         factor = torch.tensor(0.125, device=dev)
@@ -105,17 +123,21 @@ def s_premul_tensor_factor(kind):
                 inp.mul_(0.125)
                 w = dist.all_reduce(inp, group=group, async_op=a)
             else:
-                w = dist.all_reduce(inp, dist._make_nccl_premul_sum(factor), group=group, async_op=a)
+                w = dist.all_reduce(
+                    inp, dist._make_nccl_premul_sum(factor), group=group, async_op=a
+                )
             wait(w, a)
             return [inp]
         out = torch.empty(3, device=dev)
         if dev.type == "cpu":
             w = dist.reduce_scatter_tensor(out, inp * 0.125, group=group, async_op=a)
         else:
-            w = dist.reduce_scatter_tensor(out, inp, op=dist._make_nccl_premul_sum(factor),
-                                           group=group, async_op=a)
+            w = dist.reduce_scatter_tensor(
+                out, inp, op=dist._make_nccl_premul_sum(factor), group=group, async_op=a
+            )
         wait(w, a)
         return [out, inp, factor]
+
     return f
 
 
@@ -128,6 +150,17 @@ def s_broadcast(dev, group, a):
 def s_reduce(dev, group, a):
     t = data(5).to(dev)
     wait(dist.reduce(t, dst=0, op=dist.ReduceOp.SUM, group=group, async_op=a), a)
+    return [t] if R == 0 else []
+
+
+def s_reduce_premul(dev, group, a):
+    t = data(5).to(dev)
+    if dev.type == "cpu":
+        t.mul_(0.25)
+        w = dist.reduce(t, dst=0, op=dist.ReduceOp.SUM, group=group, async_op=a)
+    else:
+        w = dist.reduce(t, dst=0, op=dist._make_nccl_premul_sum(0.25), group=group, async_op=a)
+    wait(w, a)
     return [t] if R == 0 else []
 
 
@@ -199,10 +232,19 @@ def s_coalesced(dev, group, a):
     return [ag_out, ag_out2, rs_out, rs_out2] + ar
 
 
-def s_all_reduce_coalesced(dev, group, a):
-    ts = [data(3, salt=1).to(dev), data(5, salt=2).to(dev)]
-    wait(dist.all_reduce_coalesced(ts, group=group, async_op=a), a)
-    return ts
+def s_all_reduce_coalesced(premul=False):
+    def f(dev, group, a):
+        ts = [data(3, salt=1).to(dev), data(5, salt=2).to(dev)]
+        op = dist.ReduceOp.SUM
+        if premul and dev.type == "cpu":
+            for t in ts:
+                t.mul_(0.25)
+        elif premul:
+            op = dist._make_nccl_premul_sum(0.25)
+        wait(dist.all_reduce_coalesced(ts, op, group=group, async_op=a), a)
+        return ts
+
+    return f
 
 
 def s_p2p(dev, group, a):
@@ -229,17 +271,29 @@ def s_batch_isend_irecv(dev, group, a):
     prev = (R - 1) % W
     send_a, send_b = data(4).to(dev), data(3, torch.int64).to(dev)
     recv_a, recv_b = torch.empty(4, device=dev), torch.empty(3, dtype=torch.int64, device=dev)
-    ops = [dist.P2POp(dist.isend, send_a, peer, group), dist.P2POp(dist.irecv, recv_a, prev, group),
-           dist.P2POp(dist.isend, send_b, peer, group), dist.P2POp(dist.irecv, recv_b, prev, group)]
+    ops = [
+        dist.P2POp(dist.isend, send_a, peer, group),
+        dist.P2POp(dist.irecv, recv_a, prev, group),
+        dist.P2POp(dist.isend, send_b, peer, group),
+        dist.P2POp(dist.irecv, recv_b, prev, group),
+    ]
     for w in dist.batch_isend_irecv(ops):
         w.wait()
     return [recv_a, recv_b]
 
 
 SCENARIOS = {
-    **{f"all_reduce_{n}": s_all_reduce(op) for n, op in [
-        ("sum", dist.ReduceOp.SUM), ("product", dist.ReduceOp.PRODUCT), ("min", dist.ReduceOp.MIN),
-        ("max", dist.ReduceOp.MAX), ("avg", dist.ReduceOp.AVG), ("premul_sum", "premul")]},
+    **{
+        f"all_reduce_{n}": s_all_reduce(op)
+        for n, op in [
+            ("sum", dist.ReduceOp.SUM),
+            ("product", dist.ReduceOp.PRODUCT),
+            ("min", dist.ReduceOp.MIN),
+            ("max", dist.ReduceOp.MAX),
+            ("avg", dist.ReduceOp.AVG),
+            ("premul_sum", "premul"),
+        ]
+    },
     "all_reduce_sum_bf16": s_all_reduce(dist.ReduceOp.SUM, torch.bfloat16),
     "all_reduce_sum_fp16": s_all_reduce(dist.ReduceOp.SUM, torch.float16),
     "all_reduce_sum_int64": s_all_reduce(dist.ReduceOp.SUM, torch.int64),
@@ -250,12 +304,14 @@ SCENARIOS = {
     "all_gather": s_all_gather,
     "all_gather_into_tensor": s_all_gather_into_tensor,
     "reduce_scatter": s_reduce_scatter,
+    "reduce_scatter_premul_sum": s_reduce_scatter_premul,
     "reduce_scatter_tensor": s_reduce_scatter_tensor,
     "reduce_scatter_tensor_premul_sum": s_reduce_scatter_tensor_premul,
     "all_reduce_premul_sum_tensor_factor": s_premul_tensor_factor("all_reduce"),
     "reduce_scatter_tensor_premul_sum_tensor_factor": s_premul_tensor_factor("reduce_scatter"),
     "broadcast": s_broadcast,
     "reduce": s_reduce,
+    "reduce_premul_sum": s_reduce_premul,
     "gather": s_gather,
     "scatter": s_scatter,
     "all_to_all": s_all_to_all,
@@ -263,7 +319,8 @@ SCENARIOS = {
     "all_to_all_single_even": s_all_to_all_single_even,
     "barrier": s_barrier,
     "coalesced": s_coalesced,
-    "all_reduce_coalesced": s_all_reduce_coalesced,
+    "all_reduce_coalesced": s_all_reduce_coalesced(),
+    "all_reduce_coalesced_premul_sum": s_all_reduce_coalesced(premul=True),
     "send_recv": s_p2p,
     "batch_isend_irecv": s_batch_isend_irecv,
 }
@@ -275,55 +332,73 @@ def compare(fn, group, ref_group, a):
         assert t.device.type == "neuron", f"result on {t.device}"
     exp = fn(torch.device("cpu"), ref_group, a)
     assert len(got) == len(exp)
-    for i, (g, e) in enumerate(zip(got, exp)):
+    for i, (g, e) in enumerate(zip(got, exp, strict=True)):
         same(g, e, f"tensor {i}")
     return len(got)
 
 
-# NX_ONLY=name,name: run only these scenarios (a second launch checks the Python kernels
-# of the hot ops with TORCH_NEURONX_DIST_FAST_PATH=0 without repeating everything)
-ONLY = [n for n in os.environ.get("NX_ONLY", "").split(",") if n]
+# every c10d op torch dispatches by device (monitored_barrier_ always runs on the CPU backend)
+C10D_OPS = (
+    "allreduce_",
+    "allreduce_coalesced_",
+    "reduce_",
+    "reduce_scatter_",
+    "_reduce_scatter_base_",
+    "reduce_scatter_tensor_coalesced_",
+    "allgather_",
+    "_allgather_base_",
+    "allgather_coalesced_",
+    "allgather_into_tensor_coalesced_",
+    "broadcast_",
+    "gather_",
+    "scatter_",
+    "alltoall_",
+    "alltoall_base_",
+    "barrier",
+    "send",
+    "recv_",
+    "recv_any_source_",
+)
 
 
-def check_hot_op_kernels():
-    """The hot ops are served by the driver's C++ kernels unless TORCH_NEURONX_DIST_FAST_PATH=0
-    asks for the Python ones (read from the dispatcher's own registration table)."""
-    python_only = os.environ.get("TORCH_NEURONX_DIST_FAST_PATH", "1") == "0"
-    where = {}
-    for op in ("allreduce_", "_allgather_base_", "_reduce_scatter_base_", "broadcast_"):
-        line = next(l for l in torch._C._dispatch_dump(f"c10d::{op}").splitlines()
-                    if l.startswith("PrivateUse1:"))
-        where[op] = line.split(" :: ")[0]
-        want = "distributed/backend.py" if python_only else "csrc/collectives.cpp"
-        assert want in line, f"c10d::{op} PrivateUse1 kernel: {line}"
-    return where
+def check_c10d_kernels():
+    """Every c10d op's neuron kernel is the driver's C++ one (read from the dispatcher's own
+    registration table): one implementation per collective."""
+    for op in C10D_OPS:
+        line = next(
+            entry
+            for entry in torch._C._dispatch_dump(f"c10d::{op}").splitlines()
+            if entry.startswith("PrivateUse1:")
+        )
+        assert "csrc/distributed/collectives.cpp" in line, f"c10d::{op} PrivateUse1 kernel: {line}"
+    return len(C10D_OPS)
 
 
-record("hot_op_kernels", check_hot_op_kernels)
+record("c10d_kernels_in_driver", check_c10d_kernels)
 
 for name, fn in SCENARIOS.items():
-    if ONLY and name not in ONLY:
-        continue
     for a in (False, True):
         record(f"{name}[{'async' if a else 'sync'}]", compare, fn, None, REF, a)
-
-if ONLY:  # a focused launch: results so far, then stop
-    write_results({"backend": dist.get_backend()})
-    dist.barrier()
-    dist.destroy_process_group()
-    sys.exit(0)
 
 # ---- subgroups: new_group (incl. single-rank groups) and split_group
 sub_all = dist.new_group(ranks=list(range(W)))
 ref_sub = dist.new_group(ranks=list(range(W)), backend="gloo")
-for name in ("all_reduce_sum", "all_gather_into_tensor", "reduce_scatter_tensor", "broadcast",
-             "all_to_all_single_uneven", "barrier", "send_recv"):
+for name in (
+    "all_reduce_sum",
+    "all_gather_into_tensor",
+    "reduce_scatter_tensor",
+    "broadcast",
+    "all_to_all_single_uneven",
+    "barrier",
+    "send_recv",
+):
     record(f"new_group:{name}", compare, SCENARIOS[name], sub_all, ref_sub, True)
 
 singles = [dist.new_group(ranks=[r]) for r in range(W)]
 ref_singles = [dist.new_group(ranks=[r], backend="gloo") for r in range(W)]
 mine, ref_mine = singles[R], ref_singles[R]
 for name in ("all_reduce_max", "barrier", "all_gather"):
+
     def single(fn=SCENARIOS[name]):
         global W
         saved, W = W, 1
@@ -331,6 +406,7 @@ for name in ("all_reduce_max", "barrier", "all_gather"):
             return compare(fn, mine, ref_mine, True)
         finally:
             W = saved
+
     record(f"single_rank_group:{name}", single)
 
 
@@ -346,8 +422,9 @@ def check_split():
     c = torch.ones(3)
     dist.all_reduce(c, group=sg)  # CPU tensors keep working on the split group
     assert c.tolist() == [float(W)] * 3
-    return compare(SCENARIOS["all_reduce_sum"], sg, REF, False) + \
-        compare(SCENARIOS["all_gather_into_tensor"], sg, REF, True)
+    return compare(SCENARIOS["all_reduce_sum"], sg, REF, False) + compare(
+        SCENARIOS["all_gather_into_tensor"], sg, REF, True
+    )
 
 
 def check_split_partial():

@@ -3,15 +3,15 @@ explicitly: the backend must be registered by autoload.
 
 argv[1]: backend string for init_process_group.
 """
+
 import datetime
 import os
 import sys
 
 import torch
 import torch.distributed as dist
-from torch.distributed.device_mesh import init_device_mesh
-
 from nxcommon import record, write_results
+from torch.distributed.device_mesh import init_device_mesh
 
 BACKEND = sys.argv[1]
 LOCAL = int(os.environ["LOCAL_RANK"])
@@ -20,8 +20,9 @@ record("registered_at_autoload", lambda: "neuron" in dist.Backend.backend_list)
 # device_id binds (and eagerly connects) the default group to this rank's core; it makes
 # DeviceMesh and split_group split groups (torch 2.13 alone crashes splitting a
 # cpu:gloo,neuron:neuron group; the backend mends that, see distributed/backend.py).
-dist.init_process_group(BACKEND, timeout=datetime.timedelta(seconds=60),
-                        device_id=torch.device("neuron", LOCAL))
+dist.init_process_group(
+    BACKEND, timeout=datetime.timedelta(seconds=60), device_id=torch.device("neuron", LOCAL)
+)
 R, W = dist.get_rank(), dist.get_world_size()
 
 
@@ -31,8 +32,12 @@ def device_binding():
     assert t.device == torch.device("neuron", LOCAL), t.device
     dist.all_reduce(t)
     assert t.cpu().tolist() == [W * (W + 1) / 2] * 3, t
-    return {"rank": R, "local_rank": LOCAL, "device": str(t.device),
-            "device_count": torch.neuron.device_count()}
+    return {
+        "rank": R,
+        "local_rank": LOCAL,
+        "device": str(t.device),
+        "device_count": torch.neuron.device_count(),
+    }
 
 
 record("device_is_neuron_local_rank", device_binding)

@@ -1,4 +1,5 @@
 """Shared helpers for distributed test workers (one process per rank)."""
+
 from __future__ import annotations
 
 import faulthandler
@@ -8,7 +9,6 @@ import sys
 import traceback
 
 import torch
-import torch.distributed as dist
 
 RESULTS: dict = {}
 
@@ -28,8 +28,11 @@ def record(name: str, fn, *a, **k):
         value = fn(*a, **k)
         RESULTS[name] = {"ok": True, "value": value}
     except Exception as e:  # noqa: BLE001 - reported to the test
-        RESULTS[name] = {"ok": False, "error": f"{type(e).__name__}: {e}",
-                         "trace": traceback.format_exc()[-3000:]}
+        RESULTS[name] = {
+            "ok": False,
+            "error": f"{type(e).__name__}: {e}",
+            "trace": traceback.format_exc()[-3000:],
+        }
 
 
 def write_results(extra: dict | None = None):

@@ -4,6 +4,7 @@ Each scenario trains a tiny MLP for a few SGD steps on neuron tensors and compar
 losses and final parameters (within 1e-5) with a single-process CPU run.
 argv[1:]: scenario names to run (default: all).
 """
+
 import copy
 import datetime
 import os
@@ -13,7 +14,6 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
-
 from nxcommon import close, record, write_results
 
 dist.init_process_group("neuron", timeout=datetime.timedelta(seconds=60))
@@ -41,16 +41,16 @@ def make_model(seed=0, norm=False):
     return MLP(norm)
 
 
-def batch(shape=(8, 8), seed=123):
-    g = torch.Generator().manual_seed(seed)
+def batch(shape=(8, 8)):
+    g = torch.Generator().manual_seed(123)
     return torch.randn(*shape, generator=g), torch.randn(*shape, generator=g)
 
 
-def train_reference(model, X, Y, steps=STEPS, amp_bf16_shards=None):
+def train_reference(model, X, Y):
     """Single-process CPU run: full batch, mean-squared error, SGD."""
     opt = torch.optim.SGD(model.parameters(), lr=LR)
     losses = []
-    for _ in range(steps):
+    for _ in range(STEPS):
         opt.zero_grad()
         loss = F.mse_loss(model(X), Y)
         loss.backward()
@@ -74,7 +74,7 @@ def compare_params(dist_named, ref_model, what):
 
 def compare_losses(got, exp, what):
     assert len(got) == len(exp)
-    for i, (g, e) in enumerate(zip(got, exp)):
+    for i, (g, e) in enumerate(zip(got, exp, strict=True)):
         assert abs(g - e) <= TOL, f"{what}: step {i} loss {g} vs {e}"
 
 
@@ -102,11 +102,13 @@ def train_data_parallel(model, X, Y):
 # ---------------------------------------------------------------------------------------
 def s_ddp(comm_hook=False):
     from torch.nn.parallel import DistributedDataParallel as DDP
+
     X, Y = batch()
     ref = make_model()
     ref_losses = train_reference(ref, X, Y)
     if comm_hook:  # Python comm hook (future chaining) + gradients as bucket views
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
         model = DDP(make_model().to(DEV), gradient_as_bucket_view=True, bucket_cap_mb=0.0001)
         model.register_comm_hook(None, default_hooks.allreduce_hook)
     else:
@@ -121,6 +123,7 @@ def s_ddp(comm_hook=False):
 def _fsdp_model(mp=None, seed=0):
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
+
     mesh = init_device_mesh("neuron", (W,))
     model = make_model(seed).to(DEV)
     kw = {"mesh": mesh}
@@ -151,6 +154,7 @@ def s_fsdp2():
 
 def s_fsdp2_mixed_precision():
     from torch.distributed.fsdp import MixedPrecisionPolicy
+
     X, Y = batch()
     # reference: fp32 master weights; each rank's half batch runs forward/backward in bf16;
     # bf16 grads are cast to fp32 and averaged over ranks, then SGD on fp32 weights.
@@ -170,7 +174,9 @@ def s_fsdp2_mixed_precision():
                 g = sum(gr[i] for gr in grads) / W
                 p.add_(g, alpha=-LR)
         ref_losses.append(sum(step_losses) / W)
-    model = _fsdp_model(MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32))
+    model = _fsdp_model(
+        MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    )
     opt = torch.optim.SGD(model.parameters(), lr=LR)
     x, y = X.chunk(W)[R].to(DEV), Y.chunk(W)[R].to(DEV)
     losses = []
@@ -190,6 +196,7 @@ def s_fsdp2_mixed_precision():
 
 def s_dcp():
     import torch.distributed.checkpoint as dcp
+
     model = FSDP_MODEL.get("model") or _fsdp_model()
     ckpt = os.path.join(OUT, "dcp_ckpt")
     dcp.save(model.state_dict(), checkpoint_id=ckpt)
@@ -212,6 +219,7 @@ def s_dcp():
 def _tp_train(norm, plan_fn, shard_seq):
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor.parallel import parallelize_module
+
     S = 4
     X, Y = batch((2, S, 8))
     ref = make_model(norm=norm)
@@ -243,22 +251,28 @@ def _tp_train(norm, plan_fn, shard_seq):
 
 def s_tensor_parallel():
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel
+
     return _tp_train(False, lambda: {"w1": ColwiseParallel(), "w2": RowwiseParallel()}, False)
 
 
 def s_sequence_parallel():
     from torch.distributed.tensor import Shard
-    from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel,
-                                                   SequenceParallel)
-    return _tp_train(True, lambda: {
-        "norm": SequenceParallel(),
-        "w1": ColwiseParallel(input_layouts=Shard(1)),
-        "w2": RowwiseParallel(output_layouts=Shard(1)),
-    }, True)
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, SequenceParallel
+
+    return _tp_train(
+        True,
+        lambda: {
+            "norm": SequenceParallel(),
+            "w1": ColwiseParallel(input_layouts=Shard(1)),
+            "w2": RowwiseParallel(output_layouts=Shard(1)),
+        },
+        True,
+    )
 
 
 def s_pipeline():
     from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
+
     assert W == 2
     X, Y = batch()
     ref = make_model()
@@ -292,14 +306,10 @@ def s_pipeline():
     return worst
 
 
-def _funcol_expected():
-    xs = [torch.arange(8.0) * (r + 1) + r for r in range(W)]
-    return xs
-
-
 def s_funcol_eager():
     import torch.distributed._functional_collectives as funcol
-    xs = _funcol_expected()
+
+    xs = [torch.arange(8.0) * (r + 1) + r for r in range(W)]
     x = xs[R].to(DEV)
     g = dist.group.WORLD
     ar = funcol.all_reduce(x, "sum", g)
@@ -319,6 +329,7 @@ def s_funcol_eager():
 
 def s_funcol_compiled():
     import torch.distributed._functional_collectives as funcol
+
     g = dist.group.WORLD
 
     def fn(x, w):
@@ -337,7 +348,7 @@ def s_funcol_compiled():
     compiled = torch.compile(fn, backend="neuron", fullgraph=True)
     got = compiled(x, w)
     got = [t.wait() if hasattr(t, "wait") else t for t in got]
-    for a, b in zip(got, eager):
+    for a, b in zip(got, eager, strict=True):
         assert a.device == DEV, a.device
         close(a, b, "compiled funcol", TOL)
     return True
@@ -356,7 +367,7 @@ SCENARIOS = {
     "funcol_compiled": s_funcol_compiled,
 }
 
-for name in (sys.argv[1:] or SCENARIOS):
+for name in sys.argv[1:] or SCENARIOS:
     record(name, SCENARIOS[name])
     dist.barrier()  # keep ranks in step even when a scenario failed on one side
 

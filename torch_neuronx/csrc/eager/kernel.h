@@ -1,0 +1,17 @@
+// The eager execution path of the emulated NeuronCore (kernel.cpp): the boxed kernel every
+// ATen op on neuron tensors without a dedicated kernel reaches.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace torch_neuronx {
+
+// Structured ops have a generic kernel for backends other than CPU/CUDA: run the meta
+// function on device tensors, allocate the output on the device, then call the out= variant.
+// When a CPU kernel exists, sending the whole functional/in-place op to the core at once
+// does the same work once instead of twice (one shape inference, one allocation). `names`
+// are aten op names with overload, without the namespace ("add.Tensor").
+void run_whole_on_core(const std::vector<std::string>& names);
+
+}  // namespace torch_neuronx

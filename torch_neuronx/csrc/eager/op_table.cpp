@@ -1,0 +1,255 @@
+#include "eager/op_table.h"
+
+#include "runtime/sync.h"
+
+#include <ATen/core/enum_tag.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace torch_neuronx {
+namespace {
+
+// Driver globals are leaked on purpose: ops can still run while the interpreter shuts down.
+std::mutex& g_mu = *new std::mutex;
+auto& g_entries = *new std::unordered_map<const c10::FunctionSchema*, std::unique_ptr<OpEntry>>;
+auto& g_policy = *new std::unordered_map<std::string, OpFacts>;
+std::atomic<bool> g_strict{false};
+
+struct Counter {
+  std::atomic<int64_t> v{0};
+};
+std::mutex& g_counter_mu = *new std::mutex;
+std::map<std::string, std::unique_ptr<Counter>>& counter_map() {
+  static auto& m = *new std::map<std::string, std::unique_ptr<Counter>>;
+  return m;
+}
+Counter& counter(const std::string& name) {
+  std::lock_guard<std::mutex> g(g_counter_mu);
+  auto& p = counter_map()[name];
+  if (!p) p = std::make_unique<Counter>();
+  return *p;
+}
+
+// The facts of `e` from the pushed table (caller holds g_mu): an entry for the overload wins
+// over one for the op; ops the table does not name are native, with no other fact set.
+void apply_policy(OpEntry& e) {
+  auto p = e.overload.empty() ? g_policy.end() : g_policy.find(e.name + "." + e.overload);
+  if (p == g_policy.end()) p = g_policy.find(e.name);
+  e.facts = p == g_policy.end() ? OpFacts{} : p->second;
+}
+
+OpEntry& op_entry_slow(const c10::OperatorHandle& op) {
+  const c10::FunctionSchema* key = &op.schema();
+  std::lock_guard<std::mutex> g(g_mu);
+  auto it = g_entries.find(key);
+  if (C10_LIKELY(it != g_entries.end())) return *it->second;
+  auto e = std::make_unique<OpEntry>();
+  const auto& schema = op.schema();
+  e->name = schema.operator_name().name;
+  e->overload = schema.overload_name();
+  apply_policy(*e);
+  e->random = op.hasTag(at::Tag::nondeterministic_seeded);
+  const auto& args = schema.arguments();
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].type()->kind() == c10::TypeKind::OptionalType &&
+        args[i].type()->castRaw<c10::OptionalType>()->getElementType()->kind() ==
+            c10::TypeKind::GeneratorType)
+      e->generator_arg = int(i);
+  }
+  auto& ref = *e;
+  g_entries.emplace(key, std::move(e));
+  return ref;
+}
+
+}  // namespace
+
+OpEntry& op_entry(const c10::OperatorHandle& op) {
+  const c10::FunctionSchema* key = &op.schema();
+  // Entries live for the whole process, so each thread can cache the lookup without a lock.
+  thread_local std::unordered_map<const c10::FunctionSchema*, OpEntry*> t_cache;
+  auto hit = t_cache.find(key);
+  if (C10_LIKELY(hit != t_cache.end())) return *hit->second;
+  OpEntry& e = op_entry_slow(op);
+  t_cache.emplace(key, &e);
+  return e;
+}
+
+void set_op_policy(const std::vector<PolicyRow>& table) {
+  std::lock_guard<std::mutex> g(g_mu);
+  g_policy.clear();
+  for (auto& [name, status, reason, mixed_device_ok, data_movement] : table) {
+    g_policy[name] = {static_cast<OpStatus>(status), reason, mixed_device_ok, data_movement};
+  }
+  for (auto& [k, e] : g_entries) apply_policy(*e);
+}
+
+void set_strict(bool s) { g_strict.store(s); }
+bool strict() { return g_strict.load(std::memory_order_relaxed); }
+
+std::vector<std::string> executed_ops() {
+  std::lock_guard<std::mutex> g(g_mu);
+  std::vector<std::string> out;
+  std::unordered_set<std::string> seen;
+  for (auto& [k, e] : g_entries)
+    if (e->executed.load() && seen.insert(e->name).second) out.push_back(e->name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> fallback_ops() {
+  std::lock_guard<std::mutex> g(g_mu);
+  std::vector<std::string> out;
+  std::unordered_set<std::string> seen;
+  for (auto& [k, e] : g_entries)
+    if (e->fell_back.load() && seen.insert(e->name).second) out.push_back(e->name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void clear_op_tracking() {
+  std::lock_guard<std::mutex> g(g_mu);
+  for (auto& [k, e] : g_entries) {
+    e->executed.store(false);
+    e->fell_back.store(false);
+  }
+}
+
+// ---- kernel plan cache ----
+namespace {
+
+inline uint64_t mix(uint64_t h, uint64_t v) {
+  v *= 0x9E3779B97F4A7C15ULL;
+  v ^= v >> 29;
+  return (h ^ v) * 0xBF58476D1CE4E5B9ULL;
+}
+
+uint64_t hash_ivalue(uint64_t h, const c10::IValue& v) {
+  if (v.isTensor()) {
+    const auto& t = v.toTensor();
+    if (!t.defined()) return mix(h, 1);
+    h = mix(h, uint64_t(t.scalar_type()) << 8 | uint64_t(t.device().type()));
+    for (auto s : t.sizes()) h = mix(h, uint64_t(s));
+    return mix(h, t.is_contiguous() ? 3 : 5);
+  }
+  if (v.isInt()) return mix(h, uint64_t(v.toInt()));
+  if (v.isDouble()) {
+    double d = v.toDouble();
+    uint64_t bits;
+    std::memcpy(&bits, &d, 8);
+    return mix(h, bits);
+  }
+  if (v.isBool()) return mix(h, v.toBool() ? 11 : 13);
+  if (v.isNone()) return mix(h, 17);
+  if (v.isIntList()) {
+    for (auto x : v.toIntList()) h = mix(h, uint64_t(x));
+    return mix(h, 19);
+  }
+  if (v.isTensorList()) {
+    for (const at::Tensor& t : v.toTensorList()) h = hash_ivalue(h, c10::IValue(t));
+    return mix(h, 23);
+  }
+  if (v.isString()) return mix(h, std::hash<std::string>()(v.toStringRef()));
+  if (v.isScalar()) return mix(h, uint64_t(v.toScalar().type()) + 29);
+  return mix(h, uint64_t(v.tagKind().size()));
+}
+
+struct PlanCache {
+  std::mutex mu;
+  std::unordered_map<uint64_t, Plan> plans;
+  size_t max_entries = 0;  // 0: unbounded
+};
+PlanCache& plan_cache() {
+  static PlanCache& c = *new PlanCache;
+  return c;
+}
+
+Counter& c_hits = counter("CompilationCache.InMemoryHits");
+Counter& c_misses = counter("CompilationCache.InMemoryMisses");
+Counter& c_compile_ns = counter("CompilationCache.CompileTimeNs");
+Counter& c_evictions = counter("CompilationCache.Evictions");
+
+}  // namespace
+
+const Plan& plan_for(OpEntry& e, const c10::OperatorHandle& op, const torch::jit::Stack& stack,
+                     size_t nargs) {
+  uint64_t h = mix(0, reinterpret_cast<uint64_t>(&op.schema()));
+  for (size_t i = stack.size() - nargs; i < stack.size(); ++i) h = hash_ivalue(h, stack[i]);
+  auto& c = plan_cache();
+  {
+    std::lock_guard<std::mutex> g(c.mu);
+    auto it = c.plans.find(h);
+    if (C10_LIKELY(it != c.plans.end())) {
+      c_hits.v.fetch_add(1, std::memory_order_relaxed);
+      return it->second;
+    }
+  }
+  // Miss: "compile" the op for this signature, i.e. decide how it runs on the emulated core.
+  auto t0 = std::chrono::steady_clock::now();
+  Plan plan;
+  // An explicit dtype=float64 argument asks for float64 results computed as such by the
+  // kernel (reductions with dtype=); downcasting inputs under it would contradict it.
+  bool explicit_f64 = false;
+  const auto& sargs = op.schema().arguments();
+  for (size_t i = 0; i < nargs; ++i) {
+    const auto& v = stack[stack.size() - nargs + i];
+    if (v.isInt() && sargs[i].name() == "dtype" && v.toInt() == int64_t(at::kDouble))
+      explicit_f64 = true;
+  }
+  if (!e.facts.data_movement && !explicit_f64) {
+    for (size_t i = stack.size() - nargs; i < stack.size(); ++i) {
+      const auto& v = stack[i];
+      if (v.isTensor() && v.toTensor().defined() && v.toTensor().scalar_type() == at::kDouble &&
+          v.toTensor().device().type() == c10::DeviceType::PrivateUse1)
+        plan.downcast_f64 = true;
+      if (v.isTensorList())
+        for (const at::Tensor& t : v.toTensorList())
+          if (t.defined() && t.scalar_type() == at::kDouble) plan.downcast_f64 = true;
+    }
+  }
+  auto dt = std::chrono::steady_clock::now() - t0;
+  c_misses.v.fetch_add(1, std::memory_order_relaxed);
+  c_compile_ns.v.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(dt).count(),
+                           std::memory_order_relaxed);
+  std::lock_guard<std::mutex> g(c.mu);
+  if (c.max_entries && c.plans.size() >= c.max_entries) {
+    c_evictions.v.fetch_add(int64_t(c.plans.size()));
+    c.plans.clear();
+  }
+  return c.plans.emplace(h, plan).first->second;
+}
+
+void set_plan_cache_max_entries(size_t n) {
+  auto& c = plan_cache();
+  std::lock_guard<std::mutex> g(c.mu);
+  c.max_entries = n;
+}
+
+std::map<std::string, int64_t> counters() {
+  std::lock_guard<std::mutex> g(g_counter_mu);
+  std::map<std::string, int64_t> out;
+  for (auto& [k, c] : counter_map()) out[k] = c->v.load();
+  out["Runtime.HostReadSyncs"] = host_read_syncs().load();
+  {
+    auto& c = plan_cache();
+    std::lock_guard<std::mutex> g2(c.mu);
+    out["CompilationCache.Entries"] = int64_t(c.plans.size());
+  }
+  return out;
+}
+
+void clear_counters() {
+  std::lock_guard<std::mutex> g(g_counter_mu);
+  for (auto& [k, c] : counter_map()) c->v.store(0);
+  host_read_syncs().store(0);
+}
+
+void bump(const char* name, int64_t by) { counter(name).v.fetch_add(by); }
+
+}  // namespace torch_neuronx

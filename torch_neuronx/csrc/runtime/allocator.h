@@ -1,0 +1,55 @@
+// Device memory of the emulated NeuronCores: a caching segment allocator per device,
+// shaped like TorchNeuron's (small/large pools, size classes, reserved >= allocated),
+// with the emulated HBM capacity enforced.
+#pragma once
+
+#include <c10/core/Allocator.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace torch_neuronx {
+
+// The allocator registered for PrivateUse1 (allocates on the current device).
+c10::Allocator* neuron_allocator();
+
+// Allocate on a given device. `label` is the device recorded in the DataPtr: the
+// device itself for neuron storages, CPU for memory handed to CPU kernels that run on
+// the emulated core (see host_alias.h).
+c10::DataPtr allocate_on(int device, size_t nbytes, c10::Device label);
+
+// The device whose pool `dp`'s memory came from, or -1 when this allocator did not allocate it.
+int owner_device(const c10::DataPtr& dp);
+
+// Statistics, keyed with torch.cuda.memory_stats() names.
+std::map<std::string, int64_t> memory_stats(int device);
+void reset_peak_stats(int device);
+void reset_accumulated_stats(int device);
+void empty_cache(int device);  // -1: all devices
+
+// CPU allocations of the calling thread go to `device`'s pool while set (-1: off).
+// Returns the previous value.
+int set_alloc_route(int device);
+int alloc_route();
+
+// Routes this thread's CPU allocations to `device` for the guard's lifetime (-1: off).
+struct AllocRouteGuard {
+  explicit AllocRouteGuard(int device) : prev_(set_alloc_route(device)) {}
+  ~AllocRouteGuard() { set_alloc_route(prev_); }
+  AllocRouteGuard(const AllocRouteGuard&) = delete;
+  AllocRouteGuard& operator=(const AllocRouteGuard&) = delete;
+
+ private:
+  int prev_;
+};
+
+// Installs the routing CPU allocator (once, at load).
+void install_routing_cpu_allocator();
+c10::Allocator* routing_cpu_allocator();
+
+// Host allocator standing in for pinned memory (tracks its own pointers).
+c10::Allocator* pinned_host_allocator();
+bool is_pinned_ptr(const void* p);
+
+}  // namespace torch_neuronx
