@@ -10,7 +10,7 @@ SOURCES := $(CSRC_FILES) setup.py pyproject.toml
 # also pull a multi-GB CUDA build.
 TORCH_PIN := torch==2.13.0
 
-.PHONY: setup build demo test test-full lint coverage bench clean docs
+.PHONY: setup build demo test test-full lint coverage bench clean docs evaluate-deps evaluate-browser
 
 setup: $(STAMP)
 
@@ -55,6 +55,16 @@ bench: setup
 
 docs: setup
 	$(VENV)/bin/torch-neuronx ops --format markdown > docs/ops.md
+
+# `torch-neuronx evaluate`: the report's plots (the `report` extra) and a Hugging Face
+# transformers model for its end-to-end tests (pinned: a release known to work with TORCH_PIN).
+evaluate-deps: setup
+	$(PY) -m pip install -q --no-build-isolation -e ".[report]" transformers==5.23.0
+
+# A real browser for the HTML report's test: Debian's chromium and its driver, driven by Selenium.
+evaluate-browser: setup
+	apt-get install -y -q chromium chromium-driver
+	$(PY) -m pip install -q selenium
 
 clean:
 	rm -rf build *.egg-info torch_neuronx/_C*.so

@@ -11,7 +11,9 @@ import os
 os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
 
 from setuptools import setup
-from torch.utils.cpp_extension import BuildExtension, CppExtension
+from torch.utils.cpp_extension import BuildExtension, CppExtension, include_paths
+
+TORCH_INCLUDE = include_paths()[0]
 
 here = os.path.dirname(os.path.abspath(__file__))
 csrc = os.path.join("torch_neuronx", "csrc")
@@ -23,7 +25,9 @@ setup(
         CppExtension(
             "torch_neuronx._C",
             sources,
-            include_dirs=[os.path.join(here, csrc)],
+            # Kineto's headers ship with torch but outside its default include paths; the
+            # driver's torch.profiler session (runtime/device_trace.cpp) includes them.
+            include_dirs=[os.path.join(here, csrc), os.path.join(TORCH_INCLUDE, "kineto")],
             extra_compile_args=["-O2", "-std=c++17", "-fvisibility=hidden"],
         )
     ],

@@ -21,8 +21,9 @@ def _install() -> None:
     import torch
 
     from torch_neuronx import _C  # the driver, first: every other module relies on it
-    from torch_neuronx.runtime import env, topology
+    from torch_neuronx.runtime import env, log, topology
 
+    log.configure()  # TORCH_NEURONX_LOG_LEVEL / _LOG_FILE / _ENABLE_STACK_TRACE, for every layer
     topo = topology.current()
     _C._configure(
         topo.device_count,
@@ -52,8 +53,18 @@ def _install() -> None:
     compile_inputs.install()
     autograd_threads.install()
     op_policy.push_to_driver()
+    from torch_neuronx.eager import perf_hook
+
+    perf_hook.install()  # the performance model (torch_neuronx.perf): costs nothing until measured
+    from torch_neuronx import profiler
+
+    profiler.install()  # torch.profiler's PrivateUse1 activity: modeled device events
     op_policy.route_structured_ops_whole()
     _C._set_strict(env.flag("TORCH_NEURONX_STRICT", False))
+    # TorchNeuron's switches that change nothing here (docs/decisions.md) are still validated,
+    # so a mistyped value is an error here as it would be there
+    env.flag("TORCH_NEURONX_COMPLEX_DECOMPOSE", True)
+    env.flag("NEURON_LAUNCH_BLOCKING", True)
 
     # torch.neuron carries the compile layer's per-graph records, as torch_neuronx does; the
     # runtime layer itself never imports compile/ (dynamo_metrics imports no Dynamo)
@@ -80,6 +91,7 @@ from torch_neuronx.eager.tracking import (  # noqa: E402
     clear_op_tracking,
     get_executed_ops,
     get_fallback_ops,
+    get_fallback_sources,
 )
 from torch_neuronx.runtime import *  # noqa: E402,F401,F403  (torch.neuron's API, name for name)
 
@@ -94,6 +106,7 @@ __all__ = [
     "get_dynamo_metrics",
     "get_executed_ops",
     "get_fallback_ops",
+    "get_fallback_sources",
     "is_neuron_runtime_initialized",
     "metrics",
     "reset_dynamo_metrics",
@@ -106,4 +119,14 @@ _SUBPACKAGES = ("compile", "distributed", "eager", "nki", "perf", "runtime", "te
 def __dir__():
     names = set(__all__) | {n for n in globals() if n.startswith("__")}
     names |= {n for n in _SUBPACKAGES if n in globals()}
-    return sorted(names)
+    return sorted(names | {"nki_op"})
+
+
+def __getattr__(name):
+    # TorchNeuron's `from torch_neuronx import nki_op`: the NKI layer (torch_neuronx.nki, above
+    # every other layer) loads on first use, so autoloading never imports it
+    if name == "nki_op":
+        from torch_neuronx.nki import nki_op
+
+        return nki_op
+    raise AttributeError(f"module 'torch_neuronx' has no attribute {name!r}")

@@ -183,10 +183,10 @@ def test_disable_cpu_autocopy_names_the_input(device, monkeypatch):
 
 
 def test_a_shape_seen_again_after_the_switch_to_symbolic_counts_once(device, monkeypatch):
-    """Shapes 2, 3, 5, then 2 and 3 again: 2 was compiled as a static Dynamo graph before
-    Dynamo switched to its symbolic graph, so it comes back through the symbolic graph (a
-    different Dynamo graph) and is compiled once more -- but it is the same input shape of
-    the same function, so the count and the bucketing warning do not change."""
+    """Shapes 2, 3, 5, then 2 and 3 again: each shape counts once and keeps its first
+    graph_index, and the bucketing warning does not fire. (torch.compile now passes
+    dynamic=False for backend="neuron", so Dynamo never switches to a symbolic graph here;
+    the symbolic path is covered by test_static_shapes.py's mark_dynamic test.)"""
     monkeypatch.setenv("TORCH_NEURONX_DYNAMO_SHAPE_WARNING_THRESHOLD", "4")
     f = torch.compile(_double, backend="neuron")
     with warnings.catch_warnings(record=True) as caught:

@@ -48,8 +48,8 @@ def test_visible_cores_map_to_device_indices():
 @pytest.mark.parametrize(
     "env,msg",
     [
-        ({"TORCH_NEURONX_EMULATED_INSTANCE": "p5.48xlarge"}, "not a known profile"),
-        ({"NEURON_LOGICAL_NC_CONFIG": "3"}, "must be 1 or 2"),
+        ({"TORCH_NEURONX_EMULATED_INSTANCE": "p5.48xlarge"}, "accepted values: trn2.3xlarge, "),
+        ({"NEURON_LOGICAL_NC_CONFIG": "3"}, "accepted values: 1, 2"),
         ({"NEURON_RT_VISIBLE_CORES": "0-9"}, "does not exist"),
         ({"TORCH_NEURONX_HBM_PER_CORE": "lots"}, "expected a size"),
     ],

@@ -2,8 +2,11 @@
 
 One test per (OpInfo, category); categories are ``float32`` (functional, in-place and
 ``out=`` variants), ``grad`` (float32 input gradients), ``bfloat16`` (functional and
-in-place) and ``integer`` (integer and bool dtypes, functional and in-place); plus
-``test_module``: RNN/LSTM/GRU, attention and Transformer modules from ``module_db``.
+in-place), ``integer`` (integer and bool dtypes, functional and in-place), and the 64-bit
+``float64`` / ``complex128`` (functional, in-place, ``out=``) and ``grad64`` (their input
+gradients): CPU's dtype and shape exactly, values within float32-level tolerance
+(docs/eager.md); plus ``test_module``: RNN/LSTM/GRU, attention and Transformer modules from
+``module_db``.
 
 By default a deterministic sample runs (every op and category, a stable subset of the
 samples, three integer dtypes per op). ``TORCH_NEURONX_TEST_FULL=1`` (``make test-full``)
@@ -148,3 +151,28 @@ def test_harness_detects_mismatch():
             check_strides=True,
         )
     assert info.value.kind == "stride"
+
+
+def test_harness_covers_64bit_dtypes():
+    """float64 / complex128 are categories of their own, held to float32-level tolerance."""
+    ops = H.ops_by_key()
+    add = ops["add"]
+    assert H.category_dtypes(add, "float64") == [torch.float64]
+    assert H.category_dtypes(add, "complex128") == [torch.complex128]
+    assert H.category_dtypes(add, "grad64") == [torch.float64, torch.complex128]
+    for dt, narrow in ((torch.float64, torch.float32), (torch.complex128, torch.complex64)):
+        assert H.tolerance(add, dt) == H.tolerance(add, narrow) == (1e-5, 1.3e-6)
+    # an op's own float32 override widens its 64-bit tolerance too
+    conv = ops["nn.functional.conv2d"]
+    assert H.tolerance(conv, torch.float64) >= H.tolerance(conv, torch.float32)
+    # a wrong 64-bit dtype is a mismatch even where values agree
+    with pytest.raises(H.Mismatch) as info:
+        H.compare(
+            torch.ones(3, dtype=torch.complex64),
+            torch.ones(3, dtype=torch.complex128),
+            device_type="cpu",
+            atol=1e-5,
+            rtol=1e-6,
+            check_strides=False,
+        )
+    assert info.value.kind == "dtype"

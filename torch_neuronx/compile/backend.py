@@ -36,7 +36,7 @@ from torch._subclasses.fake_tensor import FakeTensor
 
 from torch_neuronx.runtime.host import host_alias
 
-from . import aot_cache, artifacts, cache, config, dynamo_metrics, inputs, legality
+from . import aot_cache, artifacts, cache, config, dynamo_metrics, inputs, legality, perf_plan
 from .decompositions import neuron_decompositions
 from .executable import _DeviceExecutable, _loading
 from .legality import NeuronCompileError
@@ -408,7 +408,13 @@ class _GraphCompile:
             if isinstance(num_forward, int):
                 device_outputs = tuple(i for i in device_outputs if i < num_forward)
         return _DeviceExecutable(
-            compiled, self.device, lowered.device_inputs, device_outputs, kind, n_nodes
+            compiled,
+            self.device,
+            lowered.device_inputs,
+            device_outputs,
+            kind,
+            n_nodes,
+            perf_plan.plan(aten_gm, f"{self.name}/{kind}"),
         )
 
     def loaded_from_cache(self, exe: _DeviceExecutable, seconds: float) -> None:
@@ -449,6 +455,13 @@ class _GraphCompile:
             out_node.meta["user_visible_output_idxs"] = []
         return {"is_inference": kind == "inference"}
 
+    def restart(self) -> None:
+        """Forget a compile attempt abandoned half-way (CacheWriteFailed)."""
+        self.lowering_s = self.codegen_s = 0.0
+        self.cache_results = []
+        self.session = None
+        self.fw_nodes = self.bw_nodes = None
+
     def cache_status(self) -> str:
         if not self.cache_results:
             return "none"
@@ -460,48 +473,30 @@ class _GraphCompile:
 def _compile_static(
     gm, example_inputs, opts: _Options, function: str, placement: _InputPlacement, sources
 ):
-    from torch._functorch import config as functorch_config
-    from torch._functorch.aot_autograd import aot_module_simplified
-
     t0 = time.perf_counter()
     state = _GraphCompile(gm, example_inputs, opts, function, placement.device, sources)
     artifacts.dump_graph(state.dir, "dynamo_graph.txt", gm)
     fake_mode = torch._guards.detect_fake_mode(example_inputs)
-    tracing = contextlib.nullcontext()
-    if torch._guards.TracingContext.try_get() is None:
-        tracing = torch._guards.tracing(torch._guards.TracingContext(fake_mode))
+    outside_dynamo = torch._guards.TracingContext.try_get() is None
+
+    def tracing():
+        if outside_dynamo:
+            return torch._guards.tracing(torch._guards.TracingContext(fake_mode))
+        return contextlib.nullcontext()
+
     runner: Callable
     status: str
-    store = cache.PersistentCache.current()
-    compilers = [state.forward_compiler, state.backward_compiler, state.inference_compiler]
-    aot_tag = None
-    if store.enabled and not config.preserve_artifacts():
-        # (preserved artifacts need the traced graphs, so that debug mode always traces)
-        aot_tag = aot_cache.key_tag(opts.cache_tag())
-    if aot_tag:
-        compilers = [aot_cache.serializable(c) for c in compilers]
-    key = store.graph_key(
-        gm, example_inputs, "dynamo", {"grad": torch.is_grad_enabled()}, aot_tag or ""
-    )
     _loading.state = state
     try:
-        with (
-            store.graph_session(key, aot_tag) as session,
-            tracing,
-            functorch_config.patch(force_non_lazy_backward_lowering=True),
-        ):
-            state.session = session
-            compiled = aot_module_simplified(
-                gm,
-                example_inputs,
-                fw_compiler=compilers[0],
-                bw_compiler=compilers[1],
-                inference_compiler=compilers[2],
-                partition_fn=state.partition,
-                decompositions=neuron_decompositions(),
-                keep_inference_input_mutations=True,
+        try:
+            runner = _run_aot_autograd(gm, example_inputs, state, tracing, None)
+        except cache.CacheWriteFailed:
+            # a write into the persistent cache failed (full disk, read-only; warned once):
+            # compile this graph again, and everything after it, without the cache
+            state.restart()
+            runner = _run_aot_autograd(
+                gm, example_inputs, state, tracing, cache.PersistentCache.disabled()
             )
-        runner = compiled
         status = state.cache_status()
     except _RunEagerly as exc:
         ops = ", ".join(i.op for i in exc.illegal)
@@ -544,6 +539,42 @@ def _compile_static(
         log.warning(msg)
         warnings.warn(msg, stacklevel=2)
     return torch._dynamo.disable(placement.wrap(runner), reason="neuron compiled graph")
+
+
+def _run_aot_autograd(gm, example_inputs, state: _GraphCompile, tracing, store):
+    """AOTAutograd with our compilers, against ``store`` (default: the current persistent
+    cache; with the AOT-level cache when it may be used)."""
+    from torch._functorch import config as functorch_config
+    from torch._functorch.aot_autograd import aot_module_simplified
+
+    if store is None:
+        store = cache.PersistentCache.current()
+    compilers = [state.forward_compiler, state.backward_compiler, state.inference_compiler]
+    aot_tag = None
+    if store.enabled and not config.preserve_artifacts():
+        # (preserved artifacts need the traced graphs, so that debug mode always traces)
+        aot_tag = aot_cache.key_tag(state.opts.cache_tag())
+    if aot_tag:
+        compilers = [aot_cache.serializable(c) for c in compilers]
+    key = store.graph_key(
+        gm, example_inputs, "dynamo", {"grad": torch.is_grad_enabled()}, aot_tag or ""
+    )
+    with (
+        store.graph_session(key, aot_tag) as session,
+        tracing(),
+        functorch_config.patch(force_non_lazy_backward_lowering=True),
+    ):
+        state.session = session
+        return aot_module_simplified(
+            gm,
+            example_inputs,
+            fw_compiler=compilers[0],
+            bw_compiler=compilers[1],
+            inference_compiler=compilers[2],
+            partition_fn=state.partition,
+            decompositions=neuron_decompositions(),
+            keep_inference_input_mutations=True,
+        )
 
 
 # --------------------------------------------------------------------------- symbolic graphs

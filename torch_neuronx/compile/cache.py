@@ -1,6 +1,8 @@
 """Persistent compile cache of the ``neuron`` backend.
 
-Layout under ``TORCH_NEURONX_NEFF_CACHE_DIR`` (default ``/tmp/neff_cache``)::
+Layout under ``TORCH_NEURONX_NEFF_CACHE_DIR`` (default per user,
+``<tempdir>/torchneuronx_<user>/neff_cache``; cache_dir.py creates it 0700 and refuses a
+directory another user can write, since the cache holds code this process loads)::
 
     compile-<version tag>/            one tree per (torch, torch_neuronx, python, format)
         inductor/                     Inductor's FX-graph cache and kernel code cache
@@ -27,7 +29,10 @@ whole Dynamo graph (partitioned, compiled forward/backward; see aot_cache.py), w
 manifest of its own verified the same way.
 
 ``TORCH_NEURONX_NEFF_DISABLE_CACHE=1`` disables reading and writing the persistent cache at
-both levels (Inductor then compiles in a throw-away directory).
+both levels (Inductor then compiles in a throw-away directory). So does a cache directory that
+cannot be written (read-only, full disk, quota): found before a compile (cache_dir.usable) or
+during one (a write fails: :class:`CacheWriteFailed`, and the backend compiles that graph
+again without the cache), it is reported by one warning and not used again in the process.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ import torch
 from torch_neuronx._version import __version__
 from torch_neuronx.runtime import env
 
-from . import config
+from . import cache_dir, config
 
 log = logging.getLogger("torch_neuronx.compile")
 
@@ -112,17 +117,46 @@ def _describe_input(x) -> str:
     return f"V({type(x).__name__}:{x!r})"
 
 
+class CacheWriteFailed(Exception):
+    """A write into the persistent cache failed (full disk, read-only file system) while a
+    graph was being compiled. The cache is marked unusable (one warning) and the backend
+    compiles the whole Dynamo graph again without it (backend._compile_static)."""
+
+
+#: the directories the cache uses under its version-specific root
+SUBDIRS = ("inductor", "entries")
+
+
 class PersistentCache:
-    def __init__(self, enabled: bool, root: str):
+    def __init__(self, enabled: bool, root: str, base: str | None = None):
         self.enabled = enabled
         self.root = root
+        self.base = base or os.path.dirname(root)
         self.inductor_dir = os.path.join(root, "inductor")
         self.entries_dir = os.path.join(root, "entries")
 
     @classmethod
     def current(cls) -> PersistentCache:
-        root = os.path.join(config.cache_dir(), f"compile-{version_tag()}")
-        return cls(enabled=not config.cache_disabled(), root=root)
+        """The cache the next compile uses: disabled by the environment, or when its
+        directory cannot be written; an unsafe directory raises UnsafeCacheDirError."""
+        base = config.cache_dir()
+        root = os.path.join(base, f"compile-{version_tag()}")
+        if config.cache_disabled():
+            return cls(enabled=False, root=root, base=base)
+        return cls(enabled=cache_dir.usable(base, root, SUBDIRS), root=root, base=base)
+
+    @classmethod
+    def disabled(cls) -> PersistentCache:
+        """No persistent cache (a compile retried after CacheWriteFailed)."""
+        base = config.cache_dir()
+        return cls(enabled=False, root=os.path.join(base, f"compile-{version_tag()}"), base=base)
+
+    def _write_failed(self, exc: BaseException) -> bool:
+        """If ``exc`` is a failed write into this cache: mark it unusable (one warning)."""
+        if not cache_dir.is_write_failure(exc, self.root):
+            return False
+        cache_dir.mark_unusable(self.root, exc, self.base)
+        return True
 
     # ------------------------------------------------------------------ keys
     def graph_key(self, gm, inputs, kind: str, kwargs: dict[str, Any], tag: str) -> str:
@@ -237,7 +271,13 @@ class PersistentCache:
             except OSError:
                 continue
         manifest = {"key": key, "version_tag": version_tag(), "files": files}
-        _write_atomic(self.manifest_path(key), json.dumps(manifest, sort_keys=True))
+        try:
+            _write_atomic(self.manifest_path(key), json.dumps(manifest, sort_keys=True))
+        except OSError as exc:
+            # the compiled graph is fine; without its manifest the entry is simply not
+            # verified (and so rebuilt) by a later process
+            if not self._write_failed(exc):
+                raise
 
     # ------------------------------------------------------------------ compile
     def compile(self, key: str, build: Callable[[], Any]):
@@ -258,6 +298,8 @@ class PersistentCache:
             try:
                 compiled = build()
             except Exception as exc:
+                if self._write_failed(exc):
+                    raise CacheWriteFailed(str(exc)) from exc
                 rels = self._paths_in_error(exc)
                 if not rels and not os.path.exists(self.manifest_path(key)):
                     raise  # nothing of ours was read: a genuine compile error
@@ -269,7 +311,12 @@ class PersistentCache:
                 _clear_inductor_memory_caches()
                 before = _module_snapshot()
                 hits0 = counters["inductor"]["fxgraph_cache_hit"]
-                compiled = build()
+                try:
+                    compiled = build()
+                except Exception as exc2:
+                    if self._write_failed(exc2):
+                        raise CacheWriteFailed(str(exc2)) from exc2
+                    raise
             hit = counters["inductor"]["fxgraph_cache_hit"] > hits0
             new_modules = _module_snapshot() - before
             if not (hit and intact):
@@ -308,6 +355,8 @@ class PersistentCache:
             before_modules = _module_snapshot()
             hit0, miss0, bypass0 = aot_cache.counters()
             yield session
+            if cache_dir.is_unusable(self.root):
+                return  # a write failed meanwhile (warned): record nothing more here
             hit, miss, bypass = aot_cache.counters()
             if bypass > bypass0:  # counted after a "hit" whose load then failed
                 session.aot = "bypass"

@@ -27,8 +27,12 @@ def cache_disabled() -> bool:
 
 
 def cache_dir() -> str:
-    """TORCH_NEURONX_NEFF_CACHE_DIR (default /tmp/neff_cache)."""
-    return os.path.abspath(env.text("TORCH_NEURONX_NEFF_CACHE_DIR", "/tmp/neff_cache"))
+    """TORCH_NEURONX_NEFF_CACHE_DIR (default per user, ``<tempdir>/torchneuronx_<user>/
+    neff_cache``; TorchNeuron's shared ``/tmp/neff_cache`` is not used: the cache holds code
+    this process loads, see cache_dir.py and docs/decisions.md)."""
+    from .cache_dir import default_root
+
+    return os.path.abspath(env.text("TORCH_NEURONX_NEFF_CACHE_DIR") or default_root())
 
 
 def preserve_artifacts() -> bool:

@@ -19,6 +19,8 @@ from typing import Any
 
 from torch._inductor.output_code import OutputCode
 
+from torch_neuronx.perf import clock as _perf_clock
+from torch_neuronx.perf import report as _perf_report
 from torch_neuronx.runtime.host import adopt, device_allocations, host_alias
 
 #: the ``_GraphCompile`` of the graph being compiled on this thread (set by the backend);
@@ -35,13 +37,24 @@ class _DeviceExecutable(OutputCode):
     outputs are adopted as neuron tensors without a copy. All three go through
     torch_neuronx.runtime.host."""
 
-    def __init__(self, compiled, device, device_inputs, device_outputs, kind: str, n_nodes: int):
+    def __init__(
+        self,
+        compiled,
+        device,
+        device_inputs,
+        device_outputs,
+        kind: str,
+        n_nodes: int,
+        perf_plan=None,
+    ):
         self.compiled = compiled
         self.device = device
         self.device_inputs = tuple(device_inputs)
         self.device_outputs = tuple(device_outputs)
         self.kind = kind
         self.n_nodes = n_nodes
+        # the kernels the performance model costs per call (torch_neuronx/perf/graph.py)
+        self.perf_plan = perf_plan
         # AOTAutogradCache records the compile time of what it stores
         self._time_taken_ns = getattr(compiled, "_time_taken_ns", None) or 0
         # an instance attribute (pickled with the rest): wrappers built with functools.wraps
@@ -62,6 +75,12 @@ class _DeviceExecutable(OutputCode):
             o = outs[i]
             if o is not None:
                 outs[i] = adopt(o, index)
+        if _perf_clock.recording():
+            plan = self.__dict__.get(
+                "perf_plan"
+            )  # None: planner failed, or cached before it existed
+            if plan is not None:
+                _perf_report.graph(index or 0, plan)
         return outs
 
     @property

@@ -1,4 +1,7 @@
-"""CPU tensor inputs of modules and functions compiled with backend="neuron".
+"""What ``torch.compile`` does differently for backend="neuron": static shapes, CPU inputs.
+
+Static shapes: the call compiles with ``dynamic=False`` when ``dynamic`` is unset or None
+(see :func:`static_shapes`); other backends' calls are passed on unchanged.
 
 TorchNeuron copies CPU tensors passed to a compiled function to the device. The backend can
 only do that for graph inputs that reach it, but an op mixing a CPU argument with neuron
@@ -152,13 +155,27 @@ def _is_neuron_backend(backend) -> bool:
 _torch_compile = torch.compile
 
 
+def static_shapes(kwargs: dict) -> dict:
+    """``torch.compile`` arguments for backend="neuron": ``dynamic=False`` when ``dynamic`` is
+    unset or None. Shapes are static on Neuron (TorchNeuron forces the same), so Dynamo
+    compiles one static graph per input shape and guards on it: calling with shapes A, B, A
+    compiles two graphs, and the third call reuses A's. Left at Dynamo's default (None,
+    "automatic dynamic"), the second shape would turn the function symbolic and the third
+    call would compile A once more through the symbolic graph. ``dynamic=True`` is passed
+    on (the backend rejects it), and so is a ``shapes_spec`` (Dynamo accepts it only without
+    ``dynamic``)."""
+    if kwargs.get("dynamic") is None and kwargs.get("shapes_spec") is None:
+        kwargs = {**kwargs, "dynamic": False}
+    return kwargs
+
+
 @functools.wraps(_torch_compile)
 def compile(model=None, **kwargs):
     if model is None:  # decorator form: torch.compile(backend="neuron")(fn)
         return lambda m: compile(m, **kwargs)
-    out = _torch_compile(model, **kwargs)
     if not _is_neuron_backend(kwargs.get("backend")):
-        return out
+        return _torch_compile(model, **kwargs)
+    out = _torch_compile(model, **static_shapes(kwargs))
     if isinstance(out, torch.nn.Module):
         out.register_forward_pre_hook(_module_pre_hook, with_kwargs=True)
         return out
@@ -172,5 +189,7 @@ def install() -> None:
         compile,
         reason="backend='neuron' copies CPU tensor arguments of compiled modules and functions "
         "to the neuron device before Dynamo traces them (Dynamo rejects an op mixing CPU and "
-        "neuron tensors before the backend sees the graph); other backends are untouched",
+        "neuron tensors before the backend sees the graph), and compiles with dynamic=False "
+        "unless told otherwise (static shapes: one graph per input shape, each compiled once); "
+        "other backends are untouched",
     )

@@ -5,15 +5,18 @@
 #include "runtime/allocator.h"
 #include "runtime/generator.h"
 #include "runtime/host_alias.h"
+#include "runtime/perf_hook.h"
 #include "runtime/runtime.h"
 #include "runtime/sync.h"
 
+#include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <torch/csrc/Generator.h>
 #include <torch/extension.h>
 
 namespace torch_neuronx {
-void register_c10d_kernels();  // distributed/collectives.cpp
-}
+void register_c10d_kernels();                   // distributed/collectives.cpp
+void bind_observability(pybind11::module_& m);  // profiler_bindings.cpp
+}  // namespace torch_neuronx
 namespace tn = torch_neuronx;
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -36,6 +39,15 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_set_device", &tn::set_current_device);
   m.def("_init", &tn::lazy_init);
   m.def("_is_initialized", &tn::is_initialized);
+  m.def("_is_in_bad_fork", &tn::in_bad_fork);
+  m.def(
+      "_device_from_ptr",
+      [](uintptr_t ptr) {
+        return at::detail::getPrivateUse1Hooks().getDeviceFromPtr(reinterpret_cast<void*>(ptr));
+      },
+      "PrivateUse1 hooks' getDeviceFromPtr: the neuron device owning a data pointer");
+  m.def("_debug_free_unknown_pointer", &tn::debug_free_unknown_pointer,
+        "test hook: runs the allocator's deleter on a pointer it does not own");
   m.def("_synchronize", [](int device) { tn::synchronize_device(device); });
 
   m.def("_memory_stats", &tn::memory_stats);
@@ -66,4 +78,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_counters", &tn::counters);
   m.def("_clear_counters", &tn::clear_counters);
   m.def("_bump_counter", [](const std::string& name, int64_t by) { tn::bump(name.c_str(), by); });
+
+  // performance model (torch_neuronx.perf): the eager hook's switch and its Python callback
+  m.def("_perf_set_enabled", &tn::set_perf_enabled);
+  m.def(
+      "_set_perf_callback", [](py::object fn) { tn::set_perf_callback_object(fn.ptr()); },
+      "callable(op_name, device, args, outputs, host_ns, fallback), or None");
+
+  // torch.profiler device events, memory history / snapshots, logging, op source lines
+  tn::bind_observability(m);
 }

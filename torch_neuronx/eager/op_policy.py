@@ -237,6 +237,20 @@ _UNSUPPORTED: dict[str, str] = {
     "aten::_to_sparse_csr": "torch.sparse tensors are not supported on neuron; keep sparse tensors on CPU",
     "aten::to_mkldnn": "MKL-DNN layouts are CPU-only; keep this tensor on CPU",
 }
+# Quantized tensors (torch.quint8/qint8/qint32, per-tensor and per-channel affine) have no
+# neuron representation: the ops that create them are refused with a clear error (the driver
+# also refuses any op that would return one, and the QuantizedPrivateUse1 key).
+_QUANTIZED_REASON = (
+    "quantized tensors are not supported on neuron; quantize and run quantized ops on CPU tensors"
+)
+_UNSUPPORTED.update(
+    {
+        f"aten::{n}": _QUANTIZED_REASON
+        for n in """quantize_per_tensor quantize_per_tensor_dynamic quantize_per_channel
+        _empty_affine_quantized _empty_per_channel_affine_quantized
+        _make_per_tensor_quantized_tensor _make_per_channel_quantized_tensor""".split()
+    }
+)
 
 DEFAULT_FALLBACK_REASON = "no Neuron lowering for this op; it runs via CPU fallback"
 
@@ -265,8 +279,11 @@ DATA_MOVEMENT: frozenset[str] = frozenset(
     nonzero lift_fresh lift_fresh_copy diagonal squeeze unsqueeze reshape _reshape_alias sort
     argsort topk max min amax amin unique_consecutive _unique2 view_as_real view_as_complex abs
     neg maximum minimum clamp clamp_ sign isinf isfinite _efficientzerotensor bernoulli_
-    random_""".split()
+    random_ aminmax median nanmedian kthvalue mode cummax cummin _cummax_helper _cummin_helper
+    msort""".split()
 )
+# (The selections above return input elements exactly: a backward that finds them again by
+# equality, e.g. aminmax's or median's, relies on that.)
 
 # Shape/metadata queries and runtime asserts: no kernel runs for them (a compiled graph's
 # legality check skips them).
@@ -388,9 +405,9 @@ def push_to_driver() -> None:
     for name in names:
         status, reason = policy_for(name)
         base = name.split(".", 1)[0]
-        entries.append(
-            (name, _STATUS_CODE[status], reason, base in MIXED_DEVICE_OK, base in DATA_MOVEMENT)
-        )
+        # an in-place variant moves bits when its functional op does (eq_ like eq)
+        moves_bits = base in DATA_MOVEMENT or _strip_inplace(base) in DATA_MOVEMENT
+        entries.append((name, _STATUS_CODE[status], reason, base in MIXED_DEVICE_OK, moves_bits))
     _C._set_op_policy(entries)
 
 
@@ -405,6 +422,12 @@ def _returns_view(full_name: str) -> bool:
     except (AttributeError, RuntimeError):
         return False
     return any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
+
+
+# CompositeExplicitAutograd kernels without a CPU kernel that call a CPU DispatchStub directly
+# (on a neuron tensor: "DispatchStub: missing kernel for neuron"): run whole on the core too.
+# conj_physical_ on complex tensors (also reached by svd/linalg.svd with out=).
+_COMPOSITE_WITH_CPU_STUBS = ["conj_physical_"]
 
 
 def route_structured_ops_whole() -> int:
@@ -430,5 +453,6 @@ def route_structured_ops_whole() -> int:
             )
         ):
             names.append(full[len("aten::") :])
+    names += _COMPOSITE_WITH_CPU_STUBS
     _C._run_whole_on_core(names)
     return len(names)

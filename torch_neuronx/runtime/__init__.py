@@ -11,6 +11,7 @@ of device memory (host.py), the environment-variable reader (env.py), the list o
 torch attributes (patches.py) and the patches themselves (module_ties.py, printing.py).
 """
 
+from torch_neuronx import _C
 from torch_neuronx.runtime import memory
 from torch_neuronx.runtime.amp import get_amp_supported_dtype, is_bf16_supported
 from torch_neuronx.runtime.devices import (
@@ -35,6 +36,7 @@ from torch_neuronx.runtime.memory import (
     mem_get_info,
     memory_allocated,
     memory_reserved,
+    memory_snapshot,
     memory_stats,
     memory_stats_as_nested_dict,
     memory_summary,
@@ -97,6 +99,7 @@ __all__ = [
     "memory",
     "memory_allocated",
     "memory_reserved",
+    "memory_snapshot",
     "memory_stats",
     "memory_stats_as_nested_dict",
     "memory_summary",
@@ -121,10 +124,10 @@ def _lazy_init() -> None:
 
 
 def _is_in_bad_fork() -> bool:
-    # torch.manual_seed asks this before seeding the device's generators. The driver records
-    # a fork after initialisation (initialising the device there raises, as for CUDA) but does
-    # not expose that state to Python yet (issue 13), so this cannot tell and answers False.
-    return False
+    # torch.manual_seed asks this before seeding the device's generators. True in a child
+    # forked after the parent initialised the device (the driver's pthread_atfork handler
+    # records it; using the device there raises and says to use spawn, as for CUDA).
+    return _C._is_in_bad_fork()
 
 
 def __getattr__(name):

@@ -1,5 +1,12 @@
 """torch.neuron.memory: device memory statistics and control (torch.cuda.memory's names and
-keys)."""
+keys).
+
+The statistics count what lives on the device: tensors, their storage and the allocator's
+cache. Kernels run on the host, and what a kernel allocates while it runs (type-promoting
+copies, sort scratch, matmul packing) is host workspace, never device memory: it has its own
+keys, ``host_workspace.{allocated_bytes,reserved_bytes,allocation}.{current,peak,allocated,freed}``,
+and never causes a device out-of-memory error. ``empty_cache()`` releases cached workspace too.
+See docs/decisions.md ("Kernel workspace vs device memory")."""
 
 from __future__ import annotations
 
@@ -7,6 +14,12 @@ import collections
 
 from torch_neuronx import _C
 from torch_neuronx.runtime.devices import _index, get_device_properties
+from torch_neuronx.runtime.memory_snapshot import (  # noqa: F401  (torch.cuda.memory's names)
+    _dump_snapshot,
+    _record_memory_history,
+    _snapshot,
+    memory_snapshot,
+)
 
 __all__ = [
     "empty_cache",

@@ -1,9 +1,9 @@
 """Emulated instance profiles and the environment variables that shape them.
 
-A `neuron:N` device is one logical NeuronCore. Figures come from AWS's Neuron hardware
-documentation (each with its public source in docs/sources.md): a Trn2 chip has 8 physical
-NeuronCore-v3 and 96 GiB of HBM; a Trn3 chip 8 NeuronCore-v4 and 144 GiB. LNC=2 (the default)
-groups two physical cores into one logical core, which then owns the HBM of both.
+A `neuron:N` device is one logical NeuronCore. The profiles are the emulated instances of the
+hardware table (runtime/hardware.py, every figure with its public source): a Trn2 chip has 8
+physical NeuronCore-v3 and 96 GiB of HBM; a Trn3 chip 8 NeuronCore-v4 and 144 GiB. LNC=2 (the
+default) groups two physical cores into one logical core, which then owns the HBM of both.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from torch_neuronx.runtime import env
+from torch_neuronx.runtime import env, hardware
 
 GiB = 1 << 30
 
@@ -26,18 +26,23 @@ class InstanceProfile:
     default_lnc: int = 2
 
 
-PROFILES = {
-    p.name: p
-    for p in [
-        InstanceProfile("trn2.3xlarge", 1, 8, 96 * GiB, "NeuronCore-v3"),
-        InstanceProfile("trn2.48xlarge", 16, 8, 96 * GiB, "NeuronCore-v3"),
-        InstanceProfile("trn2u.48xlarge", 16, 8, 96 * GiB, "NeuronCore-v3"),
-        # Trn3: the Linux driver names 3xlarge and 48xlarge variants; which ones customers can
-        # launch is unconfirmed (docs/sources.md), so both are offered for planning.
-        InstanceProfile("trn3.3xlarge", 1, 8, 144 * GiB, "NeuronCore-v4"),
-        InstanceProfile("trn3.48xlarge", 16, 8, 144 * GiB, "NeuronCore-v4"),
-    ]
-}
+def _profile(spec: hardware.InstanceSpec) -> InstanceProfile:
+    chip = spec.chip
+    return InstanceProfile(
+        spec.name,
+        int(spec.chips.value),
+        chip.physical_cores,
+        int(chip.hbm_capacity.value),
+        chip.core.name,
+        int(chip.default_lnc.value),
+    )
+
+
+# The emulated instances of the hardware table (Trn2 and Trn3; for Trn3 the Linux driver names
+# 3xlarge and 48xlarge variants, whose customer availability is unconfirmed, so both are
+# offered for planning). Trn1 is in the table for the performance model only: TorchNeuron
+# supports Trn2 and Trn3.
+PROFILES = {spec.name: _profile(spec) for spec in hardware.emulated_instances()}
 DEFAULT_PROFILE = "trn2.3xlarge"
 
 
@@ -95,16 +100,13 @@ def parse_core_list(text: str, total: int) -> tuple[int, ...]:
 
 def from_environment(environ=None) -> Topology:
     """The topology ``environ`` (default: os.environ) asks for."""
-    name = env.text("TORCH_NEURONX_EMULATED_INSTANCE", DEFAULT_PROFILE, environ=environ)
-    if name not in PROFILES:
-        raise ValueError(
-            f"TORCH_NEURONX_EMULATED_INSTANCE={name!r} is not a known profile; choose one of "
-            f"{', '.join(sorted(PROFILES))}"
-        )
+    name = env.choice(
+        "TORCH_NEURONX_EMULATED_INSTANCE", sorted(PROFILES), DEFAULT_PROFILE, environ=environ
+    )
     profile = PROFILES[name]
-    lnc_text = env.text("NEURON_LOGICAL_NC_CONFIG", str(profile.default_lnc), environ=environ)
-    if lnc_text not in ("1", "2"):
-        raise ValueError(f"NEURON_LOGICAL_NC_CONFIG={lnc_text!r}: must be 1 or 2")
+    lnc_text = env.choice(
+        "NEURON_LOGICAL_NC_CONFIG", ("1", "2"), str(profile.default_lnc), environ=environ
+    )
     lnc = int(lnc_text)
     total = profile.chips * profile.physical_cores_per_chip // lnc
     visible = tuple(range(total))

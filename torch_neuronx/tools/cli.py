@@ -7,6 +7,8 @@ import json
 import platform
 import sys
 
+from torch_neuronx.tools import cost
+
 
 def _console():
     try:
@@ -55,6 +57,10 @@ def cmd_info(args) -> int:
                         {"index": i, "logical_core": c, "total_memory": topo.hbm_per_core}
                         for i, c in enumerate(topo.visible_cores)
                     ],
+                    "hardware": [
+                        {"figure": f, "value": v, "source": src}
+                        for f, v, src in cost.hardware_rows(topo.profile.name, topo.lnc)
+                    ],
                 },
                 indent=2,
             )
@@ -74,6 +80,15 @@ def cmd_info(args) -> int:
         for i, c in enumerate(topo.visible_cores)
     ]
     _print_table("devices", ["device", "logical core", "HBM capacity"], rows)
+    if not getattr(args, "hardware", True):  # verify prints the devices only
+        return 0
+    hw_rows = cost.hardware_rows(topo.profile.name, topo.lnc)
+    _print_table(
+        f"hardware table of {topo.profile.name} (torch_neuronx/runtime/hardware.py)",
+        ["figure", "value", "source"],
+        hw_rows,
+    )
+    _print_table("sources", ["key", "public document"], cost.source_rows(hw_rows))
     return 0
 
 
@@ -94,7 +109,7 @@ def cmd_verify(args) -> int:
         "neuron device available",
         lambda: (torch.neuron.is_available(), f"{torch.neuron.device_count()} device(s)"),
     )
-    cmd_info(argparse.Namespace(json=False))
+    cmd_info(argparse.Namespace(json=False, hardware=False))
 
     def matmul():
         g = torch.Generator().manual_seed(0)
@@ -193,6 +208,11 @@ def main(argv=None) -> int:
     o.add_argument("--format", choices=["table", "markdown", "json"], default="table")
     o.add_argument("--status", choices=["native", "fallback", "unsupported"])
     o.set_defaults(fn=cmd_ops)
+    cost.add_parser(sub)  # torch-neuronx cost: the performance model's cost of one op
+    # torch-neuronx evaluate: the migration report
+    from torch_neuronx.evaluate import cli as evaluate_cli
+
+    evaluate_cli.add_parser(sub)
     args = p.parse_args(argv)
     return args.fn(args)
 

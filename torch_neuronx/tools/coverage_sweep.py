@@ -5,6 +5,8 @@ Run from the repository root (``make coverage`` runs the first line):
     python -m torch_neuronx.tools.coverage_sweep                   # full sweep -> docs/coverage.md
     python -m torch_neuronx.tools.coverage_sweep --ci              # the CI sample only
     python -m torch_neuronx.tools.coverage_sweep --ops add,sort    # some ops (report to --out)
+    python -m torch_neuronx.tools.coverage_sweep --categories float64,complex128,grad64 \
+        --out /tmp/wide.md                                          # the 64-bit part only
     python -m torch_neuronx.tools.coverage_sweep --report-only     # re-render from --results
     # harness self-check, CPU against CPU:
     TORCH_NEURONX_OPINFO_DEVICE=cpu python -m torch_neuronx.tools.coverage_sweep --out /tmp/c.md
@@ -35,6 +37,7 @@ import sys
 import time
 
 from torch_neuronx.runtime import env
+from torch_neuronx.tools import pytorch_tests
 
 # The source tree of the package under test: the report names its git commit.
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -59,6 +62,7 @@ def worker(args) -> int:
     ops = H.load_op_db()
     plan = H.CI_PLAN if args.ci else H.FULL_PLAN
     wanted = set(args.ops.split(",")) if args.ops else None
+    cats = _categories(args, H)
     crash_on = env.text("COVERAGE_SWEEP_CRASH_ON")  # test hook: "op:category" to abort on
     with open(args.results, "a", buffering=1) as f:
         for idx in range(args.start, len(ops)):
@@ -67,7 +71,7 @@ def worker(args) -> int:
             if wanted is not None and key not in wanted and op.name not in wanted:
                 continue
             for ci, cat in enumerate(H.CATEGORIES):
-                if (idx, ci) < (args.start, args.start_cat):
+                if (idx, ci) < (args.start, args.start_cat) or cat not in cats:
                     continue
                 if not H.category_dtypes(op, cat):
                     continue
@@ -89,7 +93,9 @@ def worker(args) -> int:
             if wanted is not None and key not in wanted and minfo.name not in wanted:
                 continue
             for ci, cat in enumerate(H.CATEGORIES):
-                if cat not in ("float32", "grad") or (idx, ci) < (args.start, args.start_cat):
+                if cat not in ("float32", "grad") or cat not in cats:
+                    continue
+                if (idx, ci) < (args.start, args.start_cat):
                     continue
                 f.write(
                     json.dumps({"begin": [idx, ci], "op": key, "cat": cat, "t": time.time()}) + "\n"
@@ -106,6 +112,17 @@ def worker(args) -> int:
 # ---------------------------------------------------------------------------------------
 # parent: run workers, survive crashes
 # ---------------------------------------------------------------------------------------
+
+
+def _categories(args, H) -> set:
+    """The categories to sweep: --categories, else all of them."""
+    if not args.categories:
+        return set(H.CATEGORIES)
+    cats = set(args.categories.split(","))
+    unknown = cats - set(H.CATEGORIES)
+    if unknown:
+        raise SystemExit(f"--categories: unknown {sorted(unknown)}; known: {list(H.CATEGORIES)}")
+    return cats
 
 
 def _read_records(path):
@@ -166,6 +183,8 @@ def sweep(args) -> None:
             cmd.append("--ci")
         if args.ops:
             cmd += ["--ops", args.ops]
+        if args.categories:
+            cmd += ["--categories", args.categories]
         proc = subprocess.Popen(cmd)
         stalled = False
         while proc.poll() is None:
@@ -269,6 +288,10 @@ def render(recs, device, mode) -> str:
             return "bfloat16"
         if r["cat"] == "integer":
             return "integer/bool"
+        if r["cat"] in ("float64", "complex128"):
+            return f"{r['cat']} forward"
+        if r["cat"] == "grad64":
+            return "float64/complex128 gradients"
         return None
 
     counts = collections.defaultdict(collections.Counter)
@@ -359,12 +382,14 @@ random `grad_outputs` on both sides; all input gradients compared.
   plus the `empty*` factories and random samplers) are compared on structure, dtype, shape
   and device only and counted separately (below); `tests/eager/test_random_ops.py` checks
   the random ops statistically.
-* **float64 is not tested.** float64 *arithmetic* on neuron is done in float32 by design
-  (TorchNeuron behaviour), so a float64 comparison against CPU would measure that policy,
-  not correctness. float16 and complex dtypes are outside this report.
+* **float64 and complex128** (rows `float64 forward`, `complex128 forward`,
+  `float64/complex128 gradients`): 64-bit floating arithmetic on neuron has float32
+  precision by design (TorchNeuron behaviour). Dtype and shape must equal CPU's exactly;
+  values are held to the op's float32 (complex64) tolerance (docs/eager.md, "Dtype policy").
+  float16 and other complex dtypes are outside this report.
 * CI (`pytest tests/eager/test_opinfo.py`) runs a deterministic sample: every op and
-  category, {ci.take} of the first {ci.pool} samples picked by a stable hash,
-  {ci.int_dtypes_per_op} integer
+  category, {ci.take} of the first {ci.pool} samples ({ci.take_wide} of {ci.pool_wide} for
+  the 64-bit categories) picked by a stable hash, {ci.int_dtypes_per_op} integer
   dtypes per op. `make test-full` (`TORCH_NEURONX_TEST_FULL=1`) runs every sample of every
   dtype, as this sweep does.
 * A kernel that crashes the process or stalls is recorded as one failure (`crash` /
@@ -372,7 +397,7 @@ random `grad_outputs` on both sides; all input gradients compared.
 """)
     L.append("""## Not covered
 
-* float64 (policy, above), float16 and complex dtypes; forward-mode AD and double
+* float16 and complex64; forward-mode AD and double
   backward; sparse/nested layouts (unsupported on neuron by policy).
 * `op_db` has no RNN/LSTM/GRU or attention modules: those come from `module_db` (rows
   `modules` below), float32 and eval mode only.
@@ -394,6 +419,9 @@ Known failures, with their reasons, are listed in `KNOWN_FAILURES` in
         "float32 gradients",
         "bfloat16",
         "integer/bool",
+        "float64 forward",
+        "complex128 forward",
+        "float64/complex128 gradients",
         "modules forward",
         "modules gradients",
     ):
@@ -552,6 +580,11 @@ def main(argv=None) -> int:
     p.add_argument("--ci", action="store_true", help="the CI sample instead of the full sweep")
     p.add_argument("--ops", default="", help="comma-separated op names/keys to sweep")
     p.add_argument(
+        "--categories",
+        default="",
+        help="comma-separated categories to sweep (default: all), e.g. float64,complex128,grad64",
+    )
+    p.add_argument(
         "--op-timeout",
         type=float,
         default=600.0,
@@ -582,7 +615,11 @@ def main(argv=None) -> int:
         env.text("TORCH_NEURONX_OPINFO_DEVICE", "neuron"),
     )
     mode = "CI sample" if args.ci else ("ops " + args.ops if args.ops else "full sweep")
+    if args.categories:
+        mode += f", categories {args.categories}"
     text = render(recs, device, mode)
+    # the section that tools/pytorch_tests.py writes into the same file survives a rewrite
+    text += pytorch_tests.preserved_section(args.out)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
         f.write(text)

@@ -13,6 +13,7 @@
 // monitored_barrier_ has no neuron kernel: ProcessGroup::monitoredBarrier always dispatches
 // it with a CPU tensor (as for CUDA), so the group's CPU backend serves it.
 #include "runtime/host_alias.h"
+#include "runtime/perf_hook.h"
 #include "runtime/sync.h"
 
 #include <c10/util/Exception.h>
@@ -20,7 +21,9 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <exception>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -41,30 +44,82 @@ using TensorLists = std::vector<std::vector<at::Tensor>>;
 // Host views of one kernel's tensors. The first neuron tensor met synchronises its device:
 // device work producing the data must be finished before gloo reads or writes the bytes (a
 // process drives one core, so one device per call).
+//
+// It also reports the collective to the performance model (torch_neuronx.perf) while somebody
+// measures: when the kernel returns (after it issued the work), with the size of the largest
+// tensor set it viewed -- the whole tensor for all_reduce/broadcast/send/recv, the gathered
+// output for all_gather, the unscattered input for reduce_scatter (what the model's nbytes
+// means) -- and the group's name, size and rank (`peer`: the other rank of send/recv).
 class HostViews {
  public:
-  at::Tensor of(const at::Tensor& t) {
-    if (!synced_ && t.defined() && t.device().type() == c10::DeviceType::PrivateUse1) {
-      synchronize_device(t.device().index());
-      synced_ = true;
+  HostViews(const char* collective, const PGPtr& pg, int64_t peer = -1)
+      : collective_(collective), pg_(pg), peer_(peer) {}
+  ~HostViews() {
+    if (C10_LIKELY(!perf_enabled()) || std::uncaught_exceptions() > 0 || device_ < 0) return;
+    try {
+      report_op(std::string("c10d::") + collective_, device_,
+                {c10::IValue(bytes_), c10::IValue(pg_->getGroupName()),
+                 c10::IValue(int64_t(pg_->getSize())), c10::IValue(int64_t(pg_->getRank())),
+                 c10::IValue(peer_)},
+                nullptr, 0, 0, false);
+    } catch (const std::exception& e) {  // never throw from a destructor
+      TORCH_WARN("torch_neuronx.perf: could not cost ", collective_, ": ", e.what());
     }
-    return host_alias(t);
+  }
+  at::Tensor of(const at::Tensor& t) {
+    note(size_of(t));
+    return view(t);
   }
   std::vector<at::Tensor> of(at::TensorList ts) {
     std::vector<at::Tensor> out;
     out.reserve(ts.size());
-    for (const auto& t : ts) out.push_back(of(t));
+    int64_t total = 0;
+    for (const auto& t : ts) {
+      out.push_back(view(t));
+      total += size_of(t);
+    }
+    note(total);
     return out;
   }
   TensorLists of(const TensorLists& lists) {
     TensorLists out;
     out.reserve(lists.size());
-    for (const auto& l : lists) out.push_back(of(l));
+    int64_t total = 0;
+    for (const auto& l : lists) {
+      std::vector<at::Tensor> views;
+      views.reserve(l.size());
+      for (const auto& t : l) {
+        views.push_back(view(t));
+        total += size_of(t);
+      }
+      out.push_back(std::move(views));
+    }
+    note(total);
     return out;
   }
 
  private:
+  at::Tensor view(const at::Tensor& t) {
+    if (t.defined() && t.device().type() == c10::DeviceType::PrivateUse1) {
+      if (device_ < 0) device_ = t.device().index();
+      if (!synced_) {
+        synchronize_device(t.device().index());
+        synced_ = true;
+      }
+    }
+    return host_alias(t);
+  }
+  static int64_t size_of(const at::Tensor& t) {
+    return t.defined() ? int64_t(t.numel()) * int64_t(t.element_size()) : 0;
+  }
+  void note(int64_t bytes) { bytes_ = std::max(bytes_, bytes); }
+
+  const char* collective_;
+  const PGPtr& pg_;
+  int64_t peer_;
   bool synced_ = false;
+  int device_ = -1;
+  int64_t bytes_ = 0;
 };
 
 const char* kNoNeuronBackendHint =
@@ -140,7 +195,7 @@ std::tuple<std::vector<at::Tensor>, WorkPtr> allreduce_neuron(
   TORCH_CHECK(!sparse_indices.has_value(),
               "neuron backend: sparse all_reduce is not supported (sparse tensors are not "
               "supported on neuron); densify the tensor first.");
-  HostViews host;
+  HostViews host("all_reduce", pg);
   auto data = host.of(tensors);
   Premul(*op, host).scale_in_place(data);
   c10d::AllreduceOptions opts;
@@ -153,7 +208,7 @@ std::tuple<std::vector<at::Tensor>, WorkPtr> allreduce_neuron(
 
 WorkPtr allreduce_coalesced_neuron(at::TensorList tensors, const PGPtr& pg, const OpPtr& op,
                                    bool async_op, int64_t timeout) {
-  HostViews host;
+  HostViews host("all_reduce", pg);
   auto data = host.of(tensors);
   Premul(*op, host).scale_in_place(data);
   c10d::AllreduceCoalescedOptions opts;
@@ -165,7 +220,7 @@ WorkPtr allreduce_coalesced_neuron(at::TensorList tensors, const PGPtr& pg, cons
 
 WorkPtr reduce_neuron(at::TensorList tensors, const PGPtr& pg, const OpPtr& op, int64_t root_rank,
                       int64_t root_tensor, bool async_op, int64_t timeout) {
-  HostViews host;
+  HostViews host("reduce", pg);
   auto data = host.of(tensors);
   Premul(*op, host).scale_in_place(data);
   c10d::ReduceOptions opts;
@@ -190,7 +245,7 @@ std::tuple<std::vector<at::Tensor>, WorkPtr> reduce_scatter_neuron(const at::Ten
                                                                    const TensorLists& inputs,
                                                                    const PGPtr& pg, const OpPtr& op,
                                                                    bool async_op, int64_t timeout) {
-  HostViews host;
+  HostViews host("reduce_scatter", pg);
   auto out = host.of(outputs);
   auto in = host.of(inputs);
   in = Premul(*op, host).scaled(std::move(in));
@@ -202,7 +257,7 @@ std::tuple<std::vector<at::Tensor>, WorkPtr> reduce_scatter_neuron(const at::Ten
 std::tuple<at::Tensor, WorkPtr> reduce_scatter_base_neuron(at::Tensor& output, at::Tensor& input,
                                                            const PGPtr& pg, const OpPtr& op,
                                                            bool async_op, int64_t timeout) {
-  HostViews host;
+  HostViews host("reduce_scatter", pg);
   auto out = host.of(output);
   auto in = Premul(*op, host).scaled(host.of(input));
   auto work = neuron_backend(pg)->_reduce_scatter_base(
@@ -213,7 +268,7 @@ std::tuple<at::Tensor, WorkPtr> reduce_scatter_base_neuron(at::Tensor& output, a
 WorkPtr reduce_scatter_tensor_coalesced_neuron(at::TensorList outputs, at::TensorList inputs,
                                                const PGPtr& pg, const OpPtr& op, bool async_op,
                                                int64_t timeout) {
-  HostViews host;
+  HostViews host("reduce_scatter", pg);
   auto out = host.of(outputs);
   auto in = Premul(*op, host).scaled(host.of(inputs));
   return neuron_backend(pg)->reduce_scatter_tensor_coalesced(
@@ -231,7 +286,7 @@ c10d::AllgatherOptions allgather_options(bool async_op, int64_t timeout) {
 
 std::tuple<TensorLists, WorkPtr> allgather_neuron(const TensorLists& outputs, at::TensorList inputs,
                                                   const PGPtr& pg, bool async_op, int64_t timeout) {
-  HostViews host;
+  HostViews host("all_gather", pg);
   auto out = host.of(outputs);
   auto in = host.of(inputs);
   auto work = neuron_backend(pg)->allgather(out, in, allgather_options(async_op, timeout));
@@ -241,7 +296,7 @@ std::tuple<TensorLists, WorkPtr> allgather_neuron(const TensorLists& outputs, at
 std::tuple<at::Tensor, WorkPtr> allgather_base_neuron(at::Tensor& output, at::Tensor& input,
                                                       const PGPtr& pg, bool async_op,
                                                       int64_t timeout) {
-  HostViews host;
+  HostViews host("all_gather", pg);
   auto out = host.of(output);
   auto in = host.of(input);
   auto work = neuron_backend(pg)->_allgather_base(out, in, allgather_options(async_op, timeout));
@@ -251,7 +306,7 @@ std::tuple<at::Tensor, WorkPtr> allgather_base_neuron(at::Tensor& output, at::Te
 // The coalesced all-gathers carry no timeout argument: the backend's own timeout applies.
 WorkPtr allgather_coalesced_neuron(const TensorLists& outputs, const at::TensorList& inputs,
                                    const PGPtr& pg, bool async_op) {
-  HostViews host;
+  HostViews host("all_gather", pg);
   auto out = host.of(outputs);
   auto in = host.of(inputs);
   c10d::AllgatherOptions opts;
@@ -261,7 +316,7 @@ WorkPtr allgather_coalesced_neuron(const TensorLists& outputs, const at::TensorL
 
 WorkPtr allgather_into_tensor_coalesced_neuron(at::TensorList outputs, at::TensorList inputs,
                                                const PGPtr& pg, bool async_op) {
-  HostViews host;
+  HostViews host("all_gather", pg);
   auto out = host.of(outputs);
   auto in = host.of(inputs);
   c10d::AllgatherOptions opts;
@@ -273,7 +328,7 @@ std::tuple<std::vector<at::Tensor>, WorkPtr> broadcast_neuron(at::TensorList ten
                                                               const PGPtr& pg, int64_t root_rank,
                                                               int64_t root_tensor, bool async_op,
                                                               int64_t timeout) {
-  HostViews host;
+  HostViews host("broadcast", pg);
   auto data = host.of(tensors);
   c10d::BroadcastOptions opts;
   opts.rootRank = root_rank;
@@ -286,7 +341,7 @@ std::tuple<std::vector<at::Tensor>, WorkPtr> broadcast_neuron(at::TensorList ten
 
 WorkPtr gather_neuron(const TensorLists& outputs, const at::TensorList& inputs, const PGPtr& pg,
                       int64_t root_rank, bool async_op, int64_t timeout) {
-  HostViews host;
+  HostViews host("gather", pg);
   auto out = host.of(outputs);
   auto in = host.of(inputs);
   c10d::GatherOptions opts;
@@ -300,7 +355,7 @@ std::tuple<std::vector<at::Tensor>, WorkPtr> scatter_neuron(const at::TensorList
                                                             const TensorLists& inputs,
                                                             const PGPtr& pg, int64_t root_rank,
                                                             bool async_op, int64_t timeout) {
-  HostViews host;
+  HostViews host("scatter", pg);
   auto out = host.of(outputs);
   auto in = host.of(inputs);
   c10d::ScatterOptions opts;
@@ -322,7 +377,7 @@ std::tuple<std::vector<at::Tensor>, WorkPtr> alltoall_neuron(const at::TensorLis
                                                              const at::TensorList& inputs,
                                                              const PGPtr& pg, bool async_op,
                                                              int64_t timeout) {
-  HostViews host;
+  HostViews host("all_to_all", pg);
   auto out = host.of(outputs);
   auto in = host.of(inputs);
   auto work = neuron_backend(pg)->alltoall(out, in, alltoall_options(async_op, timeout));
@@ -333,7 +388,7 @@ WorkPtr alltoall_base_neuron(at::Tensor& output, at::Tensor& input, const PGPtr&
                              std::vector<int64_t> output_split_sizes,
                              std::vector<int64_t> input_split_sizes, bool async_op,
                              int64_t timeout) {
-  HostViews host;
+  HostViews host("all_to_all", pg);
   auto out = host.of(output);
   auto in = host.of(input);
   return neuron_backend(pg)->alltoall_base(out, in, output_split_sizes, input_split_sizes,
@@ -344,7 +399,7 @@ WorkPtr alltoall_base_neuron(at::Tensor& output, at::Tensor& input, const PGPtr&
 // kernel; like torch's CPU kernel, the barrier itself ignores it.
 WorkPtr barrier_neuron(at::Tensor tensor, const PGPtr& pg, const std::vector<int64_t>& device_ids,
                        bool async_op, int64_t timeout) {
-  HostViews host;
+  HostViews host("barrier", pg);
   host.of(tensor);  // device work issued before the barrier is finished at it
   c10d::BarrierOptions opts;
   opts.device_ids = device_ids;
@@ -356,19 +411,19 @@ WorkPtr barrier_neuron(at::Tensor tensor, const PGPtr& pg, const std::vector<int
 // ---- point to point
 
 WorkPtr send_neuron(at::TensorList tensors, const PGPtr& pg, int64_t dst, int64_t tag) {
-  HostViews host;
+  HostViews host("send", pg, dst);
   auto data = host.of(tensors);
   return neuron_backend(pg)->send(data, static_cast<int>(dst), static_cast<int>(tag));
 }
 
 WorkPtr recv_neuron(at::TensorList tensors, const PGPtr& pg, int64_t src, int64_t tag) {
-  HostViews host;
+  HostViews host("recv", pg, src);
   auto data = host.of(tensors);
   return neuron_backend(pg)->recv(data, static_cast<int>(src), static_cast<int>(tag));
 }
 
 WorkPtr recv_any_source_neuron(at::TensorList tensors, const PGPtr& pg, int64_t tag) {
-  HostViews host;
+  HostViews host("recv", pg);
   auto data = host.of(tensors);
   return neuron_backend(pg)->recvAnysource(data, static_cast<int>(tag));
 }

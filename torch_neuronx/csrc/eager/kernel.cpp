@@ -13,10 +13,14 @@
 #include "runtime/allocator.h"
 #include "runtime/generator.h"
 #include "runtime/host_alias.h"
+#include "runtime/log.h"
+#include "runtime/op_source.h"
+#include "runtime/perf_hook.h"
 #include "runtime/runtime.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/SmallVector.h>
 #include <torch/library.h>
@@ -25,10 +29,9 @@ namespace torch_neuronx {
 namespace {
 
 struct Aliased {
-  at::Tensor original;   // the neuron tensor the caller passed
-  at::Tensor alias;      // its CPU alias handed to the kernel
-  at::Tensor promoted;   // float32 stand-in when float64 arithmetic is downcast
-  bool written = false;  // the schema marks the argument as mutated (in-place / out=)
+  at::Tensor original;  // the neuron tensor the caller passed
+  at::Tensor alias;     // its CPU alias handed to the kernel
+  at::Tensor promoted;  // float32-precision copy handed to the kernel (64-bit float policy)
 };
 
 struct CallState {
@@ -107,24 +110,58 @@ const Aliased* find_alias_storage(const CallState& st, const c10::StorageImpl* s
   return nullptr;
 }
 
+// ---- 64-bit floating point on the NeuronCore ----
+// The NeuronCore has no float64 engine: TorchNeuron casts 64-bit inputs to 32 bits, computes,
+// and casts results back. The emulator keeps PyTorch's dtype contract exactly by running CPU's
+// kernel in the original dtypes (so result dtypes, type promotion, out= checks and argument
+// validation are CPU's), on inputs rounded to float32 precision, and rounds every 64-bit
+// floating result to float32 precision (values beyond float32's range become inf, as on the
+// device). Only the kernel's internal intermediates keep 64 bits (see docs/eager.md).
+bool is_wide_float(at::ScalarType s) { return s == at::kDouble || s == at::kComplexDouble; }
+
+at::ScalarType narrow_of(at::ScalarType s) {
+  return s == at::kDouble ? at::kFloat : at::kComplexFloat;
+}
+
+// A copy of `t` (same dtype, sizes, strides and storage offset) holding its values at float32
+// precision.
+at::Tensor rounded_copy(const at::Tensor& t) {
+  const at::ScalarType wide = t.scalar_type();
+  if (t.is_non_overlapping_and_dense()) return t.to(narrow_of(wide)).to(wide);
+  // Expanded or strided views: round the storage they read, keeping the geometry.
+  const int64_t elems = int64_t(t.storage().nbytes() / t.element_size());
+  at::Tensor flat = at::empty({0}, t.options()).set_(t.storage(), 0, {elems}, {1});
+  return flat.to(narrow_of(wide)).to(wide).as_strided(t.sizes(), t.strides(), t.storage_offset());
+}
+
+// Rounds a 64-bit floating result to float32 precision in place.
+void round_in_place(const at::Tensor& t) {
+  if (!t.defined() || !is_wide_float(t.scalar_type()) || t.numel() == 0) return;
+  if (t.device().type() != c10::kCPU) return;
+  if (at::has_internal_overlap(t) == at::MemOverlap::Yes) return;  // cannot be written per element
+  at::Tensor n = t.to(narrow_of(t.scalar_type()));
+  const_cast<at::Tensor&>(t).copy_(n);
+}
+
 at::Tensor to_neuron_output(
     CallState& st, const at::Tensor& out, const OpEntry& e,
-    c10::SmallVector<std::pair<const c10::StorageImpl*, c10::Storage>, 4>& fresh, bool upcast) {
+    c10::SmallVector<std::pair<const c10::StorageImpl*, c10::Storage>, 4>& fresh, bool round_f32) {
   if (!out.defined() || out.device().type() == kNeuron) return out;
   TORCH_CHECK(out.layout() == c10::kStrided, "neuron: ", e.name, " produced a ", out.layout(),
               " tensor, but torch.sparse / torch.nested tensors are not supported on the neuron "
               "device; run this op on CPU tensors (or convert with .to_dense()).");
   if (!out.device().is_cpu()) return out;
+  TORCH_CHECK_NOT_IMPLEMENTED(!out.is_quantized(), "neuron: ", e.name,
+                              " produced a quantized tensor, but quantized tensors are not "
+                              "supported on the neuron device; quantize and run quantized ops on "
+                              "CPU tensors (see docs/eager.md, \"Dtype policy\").");
   if (const Aliased* a = find_alias_impl(st, out.unsafeGetTensorImpl())) return a->original;
   if (!out.has_storage()) return out;
   const c10::StorageImpl* s = out.storage().unsafeGetStorageImpl();
   if (const Aliased* a = find_alias_storage(st, s))
     return view_of_storage(a->original.storage(), out);
-  // A fresh float32 result of float64 arithmetic run in float32: cast back to float64.
-  if (upcast && out.scalar_type() == at::kFloat) {
-    at::Tensor up = out.to(at::kDouble);
-    return adopt_host_tensor(up, st.device);
-  }
+  // A fresh 64-bit floating result of arithmetic: float32 precision, CPU's dtype.
+  if (round_f32) round_in_place(out);
   for (auto& [impl, storage] : fresh) {
     if (impl == s) {
       at::Tensor v = view_of_storage(storage, out);
@@ -145,40 +182,94 @@ void warn_fallback(OpEntry& e) {
               "fallback, which TORCH_NEURONX_STRICT=1 forbids (",
               e.facts.reason,
               "). Run it on CPU tensors explicitly, or unset TORCH_NEURONX_STRICT.");
+  note_fallback_source(e.name);
   if (!e.warned.exchange(true)) {
     TORCH_WARN("Operator '", e.name, "' executed via CPU fallback on the neuron device (",
-               e.facts.reason,
-               "). Inputs and outputs move through host memory; see "
-               "torch_neuronx.get_fallback_ops().");
+               e.facts.reason, ")", op_source_suffix(),
+               ". Inputs and outputs move through host "
+               "memory; see torch_neuronx.get_fallback_ops().");
+  }
+  if (log_enabled(kLogInfo)) {
+    log_message(kLogInfo, "torch_neuronx.eager",
+                "Operator '" + e.name + "' executed via CPU fallback" + op_source_suffix());
   }
 }
 
 std::atomic<bool> g_warned_f64{false};
 
-// For random CPU kernels that draw from the default CPU generator internally (e.g. dropout):
-// lends it the neuron device's generator state for the guard's lifetime, then takes the
-// advanced state back and restores the CPU generator.
-struct LentCpuGenerator {
-  explicit LentCpuGenerator(int device)
-      : cpu_(at::detail::getDefaultCPUGenerator().get<at::CPUGeneratorImpl>()),
-        dev_(host_generator_for(std::nullopt, device).get<at::CPUGeneratorImpl>()) {
-    std::lock_guard<std::mutex> l(cpu_->mutex_);
-    saved_ = cpu_->engine();
-    cpu_->set_engine(dev_->engine());
+// Random CPU kernels without a Generator argument draw from PyTorch's default CPU generator.
+// Lending that generator the device's state for the call is not thread-safe: another thread
+// drawing CPU random numbers meanwhile would draw from (and advance) the device's stream, and
+// lose its own draws when the state is handed back. So each such op is run here with the
+// device's generator passed explicitly. The ops that reach this path (random, with a CPU kernel,
+// no Generator argument) are listed by tests/device/test_threads.py, which fails when PyTorch
+// adds one.
+bool run_random_without_generator(const OpEntry& e, torch::jit::Stack* stack, size_t nargs,
+                                  int device) {
+  const size_t base = stack->size() - nargs;
+  if (e.name == "aten::native_dropout" && e.overload.empty()) {
+    // The CPU kernel's computation (aten/src/ATen/native/Dropout.cpp: native_dropout_cpu),
+    // drawing the mask from the device's generator.
+    at::Tensor input = (*stack)[base].toTensor();
+    const double p = (*stack)[base + 1].toDouble();
+    const std::optional<bool> train = (*stack)[base + 2].toOptional<bool>();
+    at::Tensor output, mask;
+    if (input.numel() == 0) {
+      output = input;
+      mask = at::empty_like(input);
+    } else if (!train.has_value() || *train) {
+      const double p1m = 1. - p;
+      const double scale = p1m == 0 ? 0. : 1. / p1m;  // p == 1: zeros, not NaN
+      mask = at::empty_like(input, input.options().dtype(at::kBool), at::MemoryFormat::Contiguous);
+      mask.bernoulli_(p1m, host_generator_for(std::nullopt, device));
+      output = input.mul(mask).mul_(scale);
+    } else {
+      mask = at::ones_like(input, input.options().dtype(at::kBool));
+      output = input.clone();
+    }
+    torch::jit::drop(*stack, nargs);
+    stack->emplace_back(std::move(output));
+    stack->emplace_back(std::move(mask));
+    return true;
   }
-  ~LentCpuGenerator() {
-    std::lock_guard<std::mutex> l(cpu_->mutex_);
-    dev_->set_engine(cpu_->engine());
-    cpu_->set_engine(saved_);
-  }
+  // Random-tagged ops that draw nothing on the CPU path (the CPU flash attention rejects
+  // dropout; the SDPA backend choice draws nothing).
+  if (e.name == "aten::_scaled_dot_product_flash_attention_for_cpu" ||
+      e.name == "aten::_fused_sdp_choice")
+    return false;
+  TORCH_CHECK(false, "neuron: ", e.name,
+              " is a random op without a generator argument that the driver does not know how "
+              "to run with the device's generator (it would draw from the CPU default "
+              "generator); run it on CPU tensors, and report it to torch-neuronx.");
+}
 
- private:
-  at::CPUGeneratorImpl* cpu_;
-  at::CPUGeneratorImpl* dev_;
-  at::mt19937 saved_;
-};
+void run_on_core_impl(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
+// With TORCH_NEURONX_ENABLE_STACK_TRACE=1, each op records its caller's source line, and an
+// error raised while it runs names that line.
 void run_on_core(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  if (C10_LIKELY(!op_source_tracking())) return run_on_core_impl(op, stack);
+  OpSourceScope source(op.schema().name().c_str());
+  try {
+    run_on_core_impl(op, stack);
+  } catch (c10::Error& err) {
+    std::string src = current_op_source();
+    if (!src.empty()) err.add_context("neuron op " + op.schema().name() + " called from " + src);
+    throw;
+  }
+}
+
+// The index of the first neuron tensor among an op's arguments (for error messages).
+int neuron_device_of(const torch::jit::Stack& stack, size_t base, size_t nargs) {
+  for (size_t i = 0; i < nargs; ++i) {
+    const auto& v = stack[base + i];
+    if (v.isTensor() && v.toTensor().defined() && v.toTensor().device().type() == kNeuron)
+      return v.toTensor().device().index();
+  }
+  return current_device();
+}
+
+void run_on_core_impl(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   OpEntry& e = op_entry(op);
   if (C10_UNLIKELY(e.facts.status == OpStatus::Unsupported)) {
     TORCH_CHECK_NOT_IMPLEMENTED(false, "Operator '", e.name,
@@ -197,39 +288,83 @@ void run_on_core(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const size_t base = stack->size() - nargs;
   const Plan& plan = plan_for(e, op, *stack, nargs);
 
+  // Performance model (torch_neuronx.perf): while somebody measures, keep the caller's
+  // arguments (before they become host aliases) and report the op once it ran. Otherwise this
+  // is one relaxed atomic load.
+  const bool perf = perf_enabled();
+  std::vector<c10::IValue> perf_args;
+  if (C10_UNLIKELY(perf)) perf_args.assign(stack->begin() + base, stack->end());
+
+  // A CPU scalar may be read by an op on neuron tensors, never written (as on an accelerator):
+  // an out= or in-place argument on another device is an error, not a resized host tensor.
+  if (!e.facts.mixed_device_ok) {
+    for (size_t i = 0; i < nargs; ++i) {
+      const auto* info = schema.arguments()[i].alias_info();
+      if (!info || !info->isWrite()) continue;
+      const auto& v = (*stack)[base + i];
+      auto check = [&](const at::Tensor& t) {
+        if (t.defined() && t.device().type() != kNeuron)
+          mixed_device_error(e, neuron_device_of(*stack, base, nargs), t.device());
+      };
+      if (v.isTensor()) check(v.toTensor());
+      if (v.isTensorList())
+        for (const at::Tensor& t : v.toTensorList()) check(t);
+    }
+  }
+
   CallState st;
   for (size_t i = 0; i < nargs; ++i) alias_ivalue(st, (*stack)[base + i], e);
   if (st.device < 0) st.device = current_device();  // e.g. factory ops with device=neuron
   if (st.saw_cpu_nonscalar && !e.facts.mixed_device_ok)
     mixed_device_error(e, st.device, st.other_device);
-
-  // float64 arithmetic runs in float32 on the NeuronCore (no fp64 engines).
-  if (plan.downcast_f64) {
+  // 64-bit floating arithmetic has float32 precision on the NeuronCore (no fp64 engines).
+  c10::SmallVector<at::Tensor, 4> written_wide;  // mutated 64-bit arguments, rounded afterwards
+  if (plan.round_f32) {
     // One warning per process, for tensors with data; 0-dim float64 bookkeeping (e.g.
     // GradScaler's scale.double().reciprocal()) is computed the same way without a warning.
     bool has_f64_data = false;
     for (size_t i = 0; i < nargs; ++i) {
       const auto& v = (*stack)[base + i];
-      if (v.isTensor() && v.toTensor().defined() && v.toTensor().scalar_type() == at::kDouble &&
+      if (v.isTensor() && v.toTensor().defined() && is_wide_float(v.toTensor().scalar_type()) &&
           v.toTensor().dim() > 0)
         has_f64_data = true;
     }
     if (has_f64_data && !g_warned_f64.exchange(true)) {
-      TORCH_WARN("neuron: float64 arithmetic (first seen in ", e.name,
-                 ") runs in float32 on the "
-                 "NeuronCore and results are cast back to float64; expect float32 precision. "
-                 "Copies of float64 tensors keep every bit. Use float32 to silence this warning.");
+      TORCH_WARN("neuron: float64/complex128 arithmetic (first seen in ", e.name,
+                 ") runs in float32 on the NeuronCore: results keep their float64/complex128 "
+                 "dtype with float32 precision. Copies of float64 tensors keep every bit. Use "
+                 "float32 to silence this warning.");
     }
+    // Storages the op writes: an input sharing one is read as is (a rounded copy would hide
+    // the overlap from CPU's checks and from the kernel).
+    c10::SmallVector<const c10::StorageImpl*, 4> written_storages;
+    for (size_t i = 0; i < nargs; ++i) {
+      const auto* info = schema.arguments()[i].alias_info();
+      if (!info || !info->isWrite()) continue;
+      const auto& v = (*stack)[base + i];
+      auto note = [&](const at::Tensor& t) {
+        if (!t.defined()) return;
+        if (t.has_storage()) written_storages.push_back(t.storage().unsafeGetStorageImpl());
+        if (is_wide_float(t.scalar_type())) written_wide.push_back(t);
+      };
+      if (v.isTensor()) note(v.toTensor());
+      if (v.isTensorList())
+        for (const at::Tensor& t : v.toTensorList()) note(t);
+    }
+    auto written = [&](const at::Tensor& t) {
+      if (!t.has_storage()) return false;
+      for (auto* ws : written_storages)
+        if (ws == t.storage().unsafeGetStorageImpl()) return true;
+      return false;
+    };
     for (size_t i = 0; i < nargs; ++i) {
       auto& v = (*stack)[base + i];
       if (!v.isTensor()) continue;
       const at::Tensor& t = v.toTensor();
-      if (!t.defined() || t.scalar_type() != at::kDouble) continue;
-      const auto* info = schema.arguments()[i].alias_info();
+      if (!t.defined() || !is_wide_float(t.scalar_type()) || t.numel() == 0 || written(t)) continue;
       for (auto& a : st.tensors) {
         if (a.alias.unsafeGetTensorImpl() == t.unsafeGetTensorImpl()) {
-          a.promoted = t.to(at::kFloat);
-          a.written = info && info->isWrite();
+          a.promoted = rounded_copy(t);
           v = a.promoted;
           break;
         }
@@ -244,21 +379,21 @@ void run_on_core(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     if (g.isGenerator()) gen = g.toGenerator();
     g = host_generator_for(gen, st.device);
   }
+  const int64_t perf_t0 = C10_UNLIKELY(perf) ? perf_now_ns() : 0;
   {
-    std::optional<LentCpuGenerator> lent;
-    if (C10_UNLIKELY(e.random) && e.generator_arg < 0) lent.emplace(st.device);
+    // Host memory the kernel allocates is workspace until its outputs are adopted below.
     AllocRouteGuard routed(st.device);
-    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+    if (!(C10_UNLIKELY(e.random) && e.generator_arg < 0 &&
+          run_random_without_generator(e, stack, nargs, st.device)))
+      op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
   }
+  const int64_t perf_host_ns = C10_UNLIKELY(perf) ? perf_now_ns() - perf_t0 : 0;
 
-  // Write-back for mutated arguments: float32 stand-ins, and geometry/storage changes made by
-  // out= resizing through the alias.
+  // Mutated 64-bit arguments hold float32-precision results, like fresh ones.
+  for (const at::Tensor& t : written_wide) round_in_place(t);
+
+  // Write-back for geometry/storage changes made by out= resizing through the alias.
   for (auto& a : st.tensors) {
-    if (a.promoted.defined() && a.written) {
-      at::Tensor& src = a.promoted;
-      if (src.sizes() != a.alias.sizes()) a.alias.resize_(src.sizes());
-      a.alias.copy_(src);
-    }
     c10::StorageImpl* as = a.alias.storage().unsafeGetStorageImpl();
     c10::StorageImpl* ns = a.original.storage().unsafeGetStorageImpl();
     if (as->data() != ns->data() || as->nbytes() != ns->nbytes()) {
@@ -276,22 +411,27 @@ void run_on_core(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   for (size_t i = stack->size() - nret; i < stack->size(); ++i) {
     auto& v = (*stack)[i];
     if (v.isTensor()) {
-      v = to_neuron_output(st, v.toTensor(), e, fresh, plan.downcast_f64);
+      v = to_neuron_output(st, v.toTensor(), e, fresh, plan.round_f32);
     } else if (v.isTensorList()) {
       auto list = v.toTensorList();
       c10::List<at::Tensor> out;
       out.reserve(list.size());
       for (const at::Tensor& t : list)
-        out.push_back(to_neuron_output(st, t, e, fresh, plan.downcast_f64));
+        out.push_back(to_neuron_output(st, t, e, fresh, plan.round_f32));
       v = out;
     } else if (v.isList()) {
       auto list = v.toList();
       for (size_t j = 0; j < list.size(); ++j) {
         c10::IValue item = list.get(j);
         if (item.isTensor())
-          list.set(j, to_neuron_output(st, item.toTensor(), e, fresh, plan.downcast_f64));
+          list.set(j, to_neuron_output(st, item.toTensor(), e, fresh, plan.round_f32));
       }
     }
+  }
+  if (C10_UNLIKELY(perf)) {
+    report_op(e.overload.empty() ? e.name : e.name + "." + e.overload, st.device, perf_args,
+              stack->data() + (stack->size() - nret), nret, perf_host_ns,
+              e.facts.status == OpStatus::Fallback);
   }
 }
 
@@ -303,6 +443,11 @@ void run_on_core(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       op.schema().name(),
       "). Keep sparse tensors on "
       "CPU, or convert them with .to_dense() before moving them to neuron.");
+}
+[[noreturn]] void quantized_error(const c10::OperatorHandle& op, torch::jit::Stack*) {
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "Quantized tensors are not supported on the neuron device (",
+                              op.schema().name(),
+                              "). Keep quantized tensors and quantized ops on CPU.");
 }
 [[noreturn]] void nested_error(const c10::OperatorHandle& op, torch::jit::Stack*) {
   TORCH_CHECK_NOT_IMPLEMENTED(false,
@@ -342,6 +487,9 @@ TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {
 }
 TORCH_LIBRARY_IMPL(_, SparseCsrPrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&sparse_error>());
+}
+TORCH_LIBRARY_IMPL(_, QuantizedPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&quantized_error>());
 }
 TORCH_LIBRARY_IMPL(_, NestedTensorPrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&nested_error>());

@@ -3,6 +3,7 @@
 // between host and device, which are the device's DMA transfers.
 #include "runtime/allocator.h"
 #include "runtime/host_alias.h"
+#include "runtime/perf_hook.h"
 #include "runtime/runtime.h"
 #include "runtime/sync.h"
 
@@ -37,10 +38,20 @@ void check_layout(std::optional<c10::Layout> layout, std::optional<bool> pin) {
   TORCH_CHECK(!c10::pinned_memory_or_default(pin), "Only CPU tensors can be pinned.");
 }
 
+// Quantized dtypes have no neuron representation (a plain tensor of quint8 would silently lose
+// its scale and zero point): refused, as docs/eager.md states.
+void check_dtype(std::optional<c10::ScalarType> dtype) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!c10::isQIntType(c10::dtype_or_default(dtype)),
+                              "quantized tensors are not supported on neuron (dtype ",
+                              c10::dtype_or_default(dtype),
+                              "); quantize and run quantized ops on CPU tensors.");
+}
+
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
                                std::optional<c10::Layout> layout, std::optional<c10::Device> device,
                                std::optional<bool> pin, std::optional<c10::MemoryFormat> fmt) {
   check_layout(layout, pin);
+  check_dtype(dtype);
   c10::DeviceGuard g(resolve(device));
   return at::detail::empty_generic(size, neuron_allocator(),
                                    c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
@@ -51,6 +62,7 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
                          std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
                          std::optional<c10::Device> device, std::optional<bool> pin) {
   check_layout(layout, pin);
+  check_dtype(dtype);
   c10::DeviceGuard g(resolve(device));
   return at::detail::empty_strided_generic(size, stride, neuron_allocator(),
                                            c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
@@ -107,6 +119,11 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   int route = dst.device().type() == kNeuron ? dst.device().index() : -1;
   AllocRouteGuard routed(route);
   at::native::copy_(d, s, non_blocking);
+  if (C10_UNLIKELY(perf_enabled())) {  // the transfer, for the performance model
+    const int dev = self.device().type() == kNeuron ? self.device().index() : route;
+    c10::IValue out(dst);
+    report_op("aten::_copy_from", dev, {c10::IValue(self), c10::IValue(dst)}, &out, 1, 0, false);
+  }
   return dst;
 }
 
@@ -123,6 +140,10 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 
 at::Scalar local_scalar_dense(const at::Tensor& self) {
   sync_for_host_read(self.device().index());
+  if (C10_UNLIKELY(perf_enabled())) {  // a device -> host read, for the performance model
+    report_op("aten::_local_scalar_dense", self.device().index(), {c10::IValue(self)}, nullptr, 0,
+              0, false);
+  }
   return at::native::_local_scalar_dense_cpu(host_alias(self));
 }
 

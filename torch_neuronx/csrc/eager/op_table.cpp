@@ -1,5 +1,7 @@
 #include "eager/op_table.h"
 
+#include "runtime/log.h"
+
 #include "runtime/sync.h"
 
 #include <ATen/core/enum_tag.h>
@@ -177,8 +179,8 @@ Counter& c_evictions = counter("CompilationCache.Evictions");
 
 }  // namespace
 
-const Plan& plan_for(OpEntry& e, const c10::OperatorHandle& op, const torch::jit::Stack& stack,
-                     size_t nargs) {
+Plan plan_for(OpEntry& e, const c10::OperatorHandle& op, const torch::jit::Stack& stack,
+              size_t nargs) {
   uint64_t h = mix(0, reinterpret_cast<uint64_t>(&op.schema()));
   for (size_t i = stack.size() - nargs; i < stack.size(); ++i) h = hash_ivalue(h, stack[i]);
   auto& c = plan_cache();
@@ -193,27 +195,44 @@ const Plan& plan_for(OpEntry& e, const c10::OperatorHandle& op, const torch::jit
   // Miss: "compile" the op for this signature, i.e. decide how it runs on the emulated core.
   auto t0 = std::chrono::steady_clock::now();
   Plan plan;
-  // An explicit dtype=float64 argument asks for float64 results computed as such by the
-  // kernel (reductions with dtype=); downcasting inputs under it would contradict it.
-  bool explicit_f64 = false;
+  // 64-bit floating arithmetic gets float32 precision (csrc/eager/kernel.cpp). Not for ops that
+  // only move bits or return views, not for random ops (they draw float64 values directly:
+  // uniform_ bounds beyond float32's range stay finite), and not under an explicit
+  // dtype=float64/complex128 argument, which asks the kernel for 64-bit accumulation.
+  bool explicit_wide = false;
   const auto& sargs = op.schema().arguments();
   for (size_t i = 0; i < nargs; ++i) {
     const auto& v = stack[stack.size() - nargs + i];
-    if (v.isInt() && sargs[i].name() == "dtype" && v.toInt() == int64_t(at::kDouble))
-      explicit_f64 = true;
+    if (v.isInt() && sargs[i].name() == "dtype" &&
+        (v.toInt() == int64_t(at::kDouble) || v.toInt() == int64_t(at::kComplexDouble)))
+      explicit_wide = true;
   }
-  if (!e.facts.data_movement && !explicit_f64) {
+  bool returns_view = false;
+  for (const auto& r : op.schema().returns())
+    if (r.alias_info() && !r.alias_info()->isWrite()) returns_view = true;
+  auto wide = [](const at::Tensor& t) {
+    return t.defined() &&
+           (t.scalar_type() == at::kDouble || t.scalar_type() == at::kComplexDouble) &&
+           (t.device().type() == c10::DeviceType::PrivateUse1 || t.dim() == 0);
+  };
+  if (!e.facts.data_movement && !e.random && !explicit_wide && !returns_view) {
     for (size_t i = stack.size() - nargs; i < stack.size(); ++i) {
       const auto& v = stack[i];
-      if (v.isTensor() && v.toTensor().defined() && v.toTensor().scalar_type() == at::kDouble &&
-          v.toTensor().device().type() == c10::DeviceType::PrivateUse1)
-        plan.downcast_f64 = true;
+      if (v.isTensor() && wide(v.toTensor())) plan.round_f32 = true;
       if (v.isTensorList())
         for (const at::Tensor& t : v.toTensorList())
-          if (t.defined() && t.scalar_type() == at::kDouble) plan.downcast_f64 = true;
+          if (wide(t)) plan.round_f32 = true;
     }
   }
   auto dt = std::chrono::steady_clock::now() - t0;
+  if (log_enabled(kLogDebug)) {
+    log_message(
+        kLogDebug, "torch_neuronx.eager",
+        "compiled a kernel plan for " + e.name +
+            (plan.round_f32 ? " (64-bit floats at float32 precision)" : "") + " in " +
+            std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(dt).count()) +
+            " us");
+  }
   c_misses.v.fetch_add(1, std::memory_order_relaxed);
   c_compile_ns.v.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(dt).count(),
                            std::memory_order_relaxed);

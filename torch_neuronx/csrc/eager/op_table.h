@@ -52,11 +52,12 @@ void clear_op_tracking();
 
 // Kernel plan cache: a plan is decided once per (op, argument signature) and reused.
 struct Plan {
-  bool downcast_f64 = false;  // run float64 arithmetic in float32 (TorchNeuron dtype policy)
+  bool round_f32 = false;  // 64-bit float inputs/results at float32 precision (dtype policy)
 };
 // Looks up (or builds, timing the build) the plan for `op` with the arguments on `stack`.
-const Plan& plan_for(OpEntry& e, const c10::OperatorHandle& op, const torch::jit::Stack& stack,
-                     size_t nargs);
+// Returned by value: another thread may evict the cache's entry while the op runs.
+Plan plan_for(OpEntry& e, const c10::OperatorHandle& op, const torch::jit::Stack& stack,
+              size_t nargs);
 
 // Most plans kept (0: unbounded); the cache is emptied when full. Set once at configure time.
 void set_plan_cache_max_entries(size_t n);

@@ -1,5 +1,7 @@
 #include "runtime/allocator.h"
 
+#include "runtime/log.h"
+#include "runtime/memory_history.h"
 #include "runtime/runtime.h"
 
 #include <c10/core/CPUAllocator.h>
@@ -60,6 +62,8 @@ struct Block {
   int device;
   bool small;
   bool allocated = false;
+  bool workspace = false;  // lives in the device's host-workspace pool (see DeviceAllocator)
+  bool adopted = false;    // a workspace block adopted as device memory (a kernel's output)
   size_t size;
   size_t requested = 0;
   char* ptr;
@@ -82,13 +86,28 @@ size_t round_size(size_t n) {
   return (n + step - 1) / step * step;
 }
 
+// One caching pool. Each device has two: its memory (`workspace` false: the emulated HBM,
+// capacity enforced, torch.cuda's statistics), and the host workspace of the CPU kernels that
+// run for it (`workspace` true: host RAM, no capacity, reported as `host_workspace.*`).
+// Allocations routed from a CPU kernel come from the workspace pool; the ones the kernel
+// returns are adopted as device memory (`adopt_as_device_memory`): they then count against
+// the device, each as a segment of exactly its block, until freed. Temporaries a kernel
+// frees before returning (type-promoting copies, sort scratch, packing buffers) never do.
 struct DeviceAllocator {
   int device;
+  bool workspace = false;
   std::mutex mu;
   std::set<Block*, BlockLess> free_small, free_large;
   StatArray allocated_bytes, reserved_bytes, active_bytes, requested_bytes;
   StatArray allocation, segment, active, inactive_split, inactive_split_bytes;
   int64_t num_alloc_retries = 0, num_ooms = 0, num_device_alloc = 0, num_device_free = 0;
+  // The first block of each segment, by segment base (memory snapshots walk from it).
+  std::map<char*, Block*> segment_first;
+  // Device pool only: the adopted workspace blocks (each counted as its own segment).
+  std::map<char*, Block*> adopted;
+  // The stack of the allocation or free being served (memory history; captured by the
+  // caller before taking `mu`, since capturing Python frames may take the GIL).
+  std::shared_ptr<c10::GatheredContext> context;
 
   std::set<Block*, BlockLess>& pool(bool small) { return small ? free_small : free_large; }
 
@@ -114,6 +133,15 @@ struct DeviceAllocator {
           reserved_bytes.add(b->small, -int64_t(b->size));
           segment.add(b->small, -1);
           num_device_free++;
+          segment_first.erase(b->ptr);
+          if (!workspace)
+            memory_history_record(device, MemAction::SegmentFree, uint64_t(b->ptr),
+                                  int64_t(b->size), context);
+          if (log_enabled(kLogDebug)) {
+            log_message(kLogDebug, "torch_neuronx.runtime",
+                        "neuron:" + std::to_string(device) + " released a segment of " +
+                            std::to_string(b->size) + " bytes");
+          }
           std::free(b->ptr);
           it = p->erase(it);
           delete b;
@@ -128,6 +156,8 @@ struct DeviceAllocator {
 
   [[noreturn]] void raise_oom(size_t requested) {
     num_ooms++;
+    memory_history_record(device, MemAction::Oom, 0, int64_t(requested), context,
+                          device_capacity(device) - reserved_bytes.s[kAll].current);
     auto mib = [](int64_t b) {
       char buf[32];
       std::snprintf(buf, sizeof(buf), "%.2f", double(b) / (1 << 20));
@@ -152,7 +182,9 @@ struct DeviceAllocator {
                      ? (rounded + kSegmentRound - 1) / kSegmentRound * kSegmentRound
                      : rounded;  // >= 16 MiB: a segment of exactly the (512 B aligned) request
     int64_t cap = device_capacity(device);
-    auto fits = [&](size_t s) { return reserved_bytes.s[kAll].current + int64_t(s) <= cap; };
+    auto fits = [&](size_t s) {
+      return workspace || reserved_bytes.s[kAll].current + int64_t(s) <= cap;
+    };
     if (!fits(seg)) {
       num_alloc_retries++;
       release_cached_segments();
@@ -164,19 +196,40 @@ struct DeviceAllocator {
     void* mem = nullptr;
     if (posix_memalign(&mem, 4096, seg) != 0 || !mem) {
       release_cached_segments();
-      if (posix_memalign(&mem, 4096, seg) != 0 || !mem) raise_oom(rounded);
+      if (posix_memalign(&mem, 4096, seg) != 0 || !mem) {
+        TORCH_CHECK_WITH(OutOfMemoryError, !workspace, "neuron:", device,
+                         " host workspace: the host has no memory for a ", seg,
+                         "-byte buffer of a kernel running for the device.");
+        raise_oom(rounded);
+      }
     }
     num_device_alloc++;
     reserved_bytes.add(small, int64_t(seg));
     segment.add(small, 1);
     auto* b = new Block{device, small};
     b->size = seg;
+    b->workspace = workspace;
     b->ptr = static_cast<char*>(mem);
+    segment_first[b->ptr] = b;
+    if (!workspace)
+      memory_history_record(device, MemAction::SegmentAlloc, uint64_t(b->ptr), int64_t(seg),
+                            context);
+    if (log_enabled(kLogDebug)) {
+      log_message(kLogDebug, "torch_neuronx.runtime",
+                  "neuron:" + std::to_string(device) + " reserved a " +
+                      (small ? "small" : "large") + "-pool segment of " + std::to_string(seg) +
+                      " bytes");
+    }
     return b;
   }
 
-  Block* allocate(size_t nbytes) {
+  Block* allocate(size_t nbytes, const std::shared_ptr<c10::GatheredContext>& ctx) {
     std::lock_guard<std::mutex> g(mu);
+    context = ctx;
+    struct ClearContext {
+      std::shared_ptr<c10::GatheredContext>& c;
+      ~ClearContext() { c = nullptr; }
+    } clear_context{context};
     size_t rounded = round_size(nbytes);
     bool small = rounded < kSmallLimit;
     auto& p = pool(small);
@@ -199,6 +252,7 @@ struct DeviceAllocator {
     size_t remaining = b->size - rounded;
     if (remaining >= (small ? kMinBlock : kSmallLimit)) {
       auto* rest = new Block{device, small};
+      rest->workspace = workspace;
       rest->size = remaining;
       rest->ptr = b->ptr + rounded;
       rest->prev = b;
@@ -212,23 +266,55 @@ struct DeviceAllocator {
     }
     b->allocated = true;
     b->requested = nbytes;
-    allocated_bytes.add(small, int64_t(b->size));
-    active_bytes.add(small, int64_t(b->size));
-    requested_bytes.add(small, int64_t(nbytes));
-    allocation.add(small, 1);
-    active.add(small, 1);
+    count_block(b, +1);
     return b;
   }
 
-  void free(Block* b) {
-    std::lock_guard<std::mutex> g(mu);
+  // Device pool: counts workspace block `b` as device memory, a segment of exactly its size
+  // (caller holds `mu`). Raises the device's out-of-memory error when it does not fit.
+  void adopt_locked(Block* b) {
+    const int64_t cap = device_capacity(device);
+    auto fits = [&] { return reserved_bytes.s[kAll].current + int64_t(b->size) <= cap; };
+    if (!fits()) {
+      num_alloc_retries++;
+      release_cached_segments();
+      if (!fits()) raise_oom(b->size);
+    }
+    reserved_bytes.add(b->small, int64_t(b->size));
+    segment.add(b->small, 1);
+    count_block(b, +1);
+    adopted[b->ptr] = b;
+    b->adopted = true;
+    memory_history_record(device, MemAction::SegmentAlloc, uint64_t(b->ptr), int64_t(b->size),
+                          context);
+  }
+
+  // Device pool: the adopted block `b` is being freed (caller holds `mu`).
+  void release_adopted_locked(Block* b) {
+    count_block(b, -1);
+    reserved_bytes.add(b->small, -int64_t(b->size));
+    segment.add(b->small, -1);
+    adopted.erase(b->ptr);
+    memory_history_record(device, MemAction::SegmentFree, uint64_t(b->ptr), int64_t(b->size),
+                          context);
+  }
+
+  // Counts `b` (an allocated block) as in use (+1) or no longer in use (-1).
+  void count_block(const Block* b, int sign) {
+    allocated_bytes.add(b->small, sign * int64_t(b->size));
+    active_bytes.add(b->small, sign * int64_t(b->size));
+    requested_bytes.add(b->small, sign * int64_t(b->requested));
+    allocation.add(b->small, sign);
+    active.add(b->small, sign);
+  }
+
+  // `counted` false: the block's use was already taken off this pool's statistics (an
+  // adopted workspace block, counted by its device while adopted).
+  void free_locked(Block* b, bool counted = true) {
     bool small = b->small;
-    allocated_bytes.add(small, -int64_t(b->size));
-    active_bytes.add(small, -int64_t(b->size));
-    requested_bytes.add(small, -int64_t(b->requested));
-    allocation.add(small, -1);
-    active.add(small, -1);
+    if (counted) count_block(b, -1);
     b->allocated = false;
+    b->adopted = false;
     auto& p = pool(small);
     auto merge = [&](Block* dst, Block* src) {  // src is a free neighbour of dst; absorb it
       p.erase(src);
@@ -237,7 +323,10 @@ struct DeviceAllocator {
       if (src == dst->prev) {
         dst->ptr = src->ptr;
         dst->prev = src->prev;
-        if (dst->prev) dst->prev->next = dst;
+        if (dst->prev)
+          dst->prev->next = dst;
+        else
+          segment_first[dst->ptr] = dst;  // dst now starts the segment
       } else {
         dst->next = src->next;
         if (dst->next) dst->next->prev = dst;
@@ -255,24 +344,29 @@ struct DeviceAllocator {
   }
 };
 
-// One allocator per device, created on first use and never destroyed; lookups are lock-free.
+// Two pools per device (memory, host workspace), created on first use and never destroyed;
+// lookups are lock-free.
 constexpr int kMaxDevices = 1024;
 std::atomic<DeviceAllocator*> g_allocators[kMaxDevices];
+std::atomic<DeviceAllocator*> g_workspaces[kMaxDevices];
 std::mutex& g_allocators_mu = *new std::mutex;
 
-DeviceAllocator& get(int device) {
+DeviceAllocator& get_pool(std::atomic<DeviceAllocator*>* table, int device, bool workspace) {
   if (C10_LIKELY(device >= 0 && device < kMaxDevices)) {
-    if (DeviceAllocator* a = g_allocators[device].load(std::memory_order_acquire)) return *a;
+    if (DeviceAllocator* a = table[device].load(std::memory_order_acquire)) return *a;
   }
   check_device_index(device);
   std::lock_guard<std::mutex> g(g_allocators_mu);
-  if (!g_allocators[device].load()) {
+  if (!table[device].load()) {
     auto* a = new DeviceAllocator();
     a->device = device;
-    g_allocators[device].store(a, std::memory_order_release);
+    a->workspace = workspace;
+    table[device].store(a, std::memory_order_release);
   }
-  return *g_allocators[device].load();
+  return *table[device].load();
 }
+DeviceAllocator& get(int device) { return get_pool(g_allocators, device, false); }
+DeviceAllocator& get_ws(int device) { return get_pool(g_workspaces, device, true); }
 
 // Live blocks by address. DataPtrs carry the data pointer as their context, as c10's
 // raw_allocate()/raw_deallocate() contract requires (CPU kernels such as oneDNN's bf16 GEMM
@@ -296,10 +390,82 @@ Block* take_block(void* ptr) {
   return b;
 }
 
-void delete_block(void* ptr) {
-  Block* b = take_block(ptr);
-  TORCH_INTERNAL_ASSERT(b, "neuron allocator: freeing an unknown pointer");
-  get(b->device).free(b);
+// Memory-profiling and history bookkeeping of one allocation (+) or free (-) of `b`.
+void report_block(DeviceAllocator& a, char* ptr, size_t size, bool alloc,
+                  const std::shared_ptr<c10::GatheredContext>& ctx) {
+  if (memory_history_enabled()) {
+    if (alloc) {
+      memory_history_record(a.device, MemAction::Alloc, uint64_t(ptr), int64_t(size), ctx);
+    } else {
+      memory_history_record(a.device, MemAction::FreeRequested, uint64_t(ptr), int64_t(size), ctx);
+      memory_history_record(a.device, MemAction::FreeCompleted, uint64_t(ptr), int64_t(size), ctx);
+    }
+  }
+  if (C10_UNLIKELY(c10::memoryProfilingEnabled())) {  // torch.profiler(profile_memory=True)
+    int64_t allocated, reserved;
+    {
+      std::lock_guard<std::mutex> g(a.mu);
+      allocated = a.allocated_bytes.s[kAll].current;
+      reserved = a.reserved_bytes.s[kAll].current;
+    }
+    c10::reportMemoryUsageToProfiler(ptr, alloc ? int64_t(size) : -int64_t(size), size_t(allocated),
+                                     size_t(reserved), c10::Device(kNeuron, a.device));
+  }
+}
+
+// Returns a block to its pool, with the history and profiler bookkeeping (device memory only:
+// host workspace is not device memory).
+void free_block(Block* b) {
+  if (b->workspace) {
+    auto& w = get_ws(b->device);
+    bool counted = true;
+    if (b->adopted) {  // device memory until now
+      auto& a = get(b->device);
+      auto ctx = memory_history_context(/*at_free=*/true);
+      const bool observed = memory_history_enabled() || c10::memoryProfilingEnabled();
+      if (observed) report_block(a, b->ptr, b->size, /*alloc=*/false, ctx);
+      std::lock_guard<std::mutex> g(a.mu);
+      a.context = ctx;
+      a.release_adopted_locked(b);
+      a.context = nullptr;
+      counted = false;
+    }
+    std::lock_guard<std::mutex> g(w.mu);
+    w.free_locked(b, counted);
+    return;
+  }
+  auto& a = get(b->device);
+  auto ctx = memory_history_context(/*at_free=*/true);
+  const bool observed = memory_history_enabled() || c10::memoryProfilingEnabled();
+  char* ptr = b->ptr;  // read before the pool may merge `b` into a neighbour
+  const size_t size = b->size;
+  {
+    std::lock_guard<std::mutex> g(a.mu);
+    a.context = ctx;
+    a.free_locked(b);
+    a.context = nullptr;
+  }
+  if (observed) report_block(a, ptr, size, /*alloc=*/false, ctx);
+}
+
+// A deleter runs inside destructors (noexcept): an error escaping it would terminate the
+// process. Every failure is caught here, reported on stderr, and the memory is leaked.
+void deleter_fault(const void* ptr, const char* what) noexcept {
+  std::fprintf(
+      stderr, "torch_neuronx: error while freeing neuron memory at %p (the memory is leaked): %s\n",
+      ptr, what);
+}
+
+void delete_block(void* ptr) noexcept {
+  try {
+    Block* b = take_block(ptr);
+    if (!b) return deleter_fault(ptr, "the pointer was not allocated by the neuron allocator");
+    free_block(b);
+  } catch (const std::exception& err) {
+    deleter_fault(ptr, err.what());
+  } catch (...) {
+    deleter_fault(ptr, "unknown error");
+  }
 }
 
 struct NeuronAllocator final : c10::Allocator {
@@ -320,15 +486,21 @@ c10::Allocator* g_orig_cpu = nullptr;
 // allocate their outputs straight from that core's memory pool.
 struct RoutingCPUAllocator final : c10::Allocator {
   c10::DataPtr allocate(size_t n) override {
-    if (t_route >= 0) return allocate_on(t_route, n, c10::Device(c10::kCPU));
+    if (t_route >= 0) return allocate_workspace(t_route, n);
     return g_orig_cpu->allocate(n);
   }
   c10::DeleterFnPtr raw_deleter() const override { return &routing_raw_delete; }
-  static void routing_raw_delete(void* ptr) {
-    if (Block* b = take_block(ptr)) {
-      get(b->device).free(b);
-    } else {
-      g_orig_cpu->raw_deleter()(ptr);
+  static void routing_raw_delete(void* ptr) noexcept {
+    try {
+      if (Block* b = take_block(ptr)) {
+        free_block(b);
+      } else {
+        g_orig_cpu->raw_deleter()(ptr);
+      }
+    } catch (const std::exception& err) {
+      deleter_fault(ptr, err.what());
+    } catch (...) {
+      deleter_fault(ptr, "unknown error");
     }
   }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
@@ -341,10 +513,12 @@ NeuronAllocator g_neuron_allocator;
 
 std::mutex& g_pinned_mu = *new std::mutex;
 std::unordered_set<const void*>& g_pinned = *new std::unordered_set<const void*>;
-void delete_pinned(void* p) {
-  {
+void delete_pinned(void* p) noexcept {
+  try {
     std::lock_guard<std::mutex> g(g_pinned_mu);
     g_pinned.erase(p);
+  } catch (...) {
+    // std::mutex::lock failing: still free the memory; is_pinned_ptr may then keep a stale entry
   }
   std::free(p);
 }
@@ -375,16 +549,83 @@ c10::DataPtr allocate_on(int device, size_t nbytes, c10::Device label) {
   lazy_init();
   auto& a = get(device);
   if (nbytes == 0) return c10::DataPtr(nullptr, label);
-  Block* b = a.allocate(nbytes);
+  auto ctx = memory_history_context(/*at_free=*/false);
+  Block* b = a.allocate(nbytes, ctx);
   register_block(b);
+  if (C10_UNLIKELY(memory_history_enabled() || c10::memoryProfilingEnabled())) {
+    report_block(a, b->ptr, b->size, /*alloc=*/true, ctx);
+  }
   return c10::DataPtr(b->ptr, b->ptr, &delete_block, label);
 }
 
-int owner_device(const c10::DataPtr& dp) {
-  if (dp.get_deleter() != &delete_block) return -1;
-  std::lock_guard<std::mutex> g(g_live_mu);
-  auto it = g_live.find(dp.get());
-  return it == g_live.end() ? -1 : it->second->device;
+c10::DataPtr allocate_workspace(int device, size_t nbytes) {
+  lazy_init();
+  auto& w = get_ws(device);
+  if (nbytes == 0) return c10::DataPtr(nullptr, c10::Device(c10::kCPU));
+  Block* b = w.allocate(nbytes, nullptr);
+  register_block(b);
+  return c10::DataPtr(b->ptr, b->ptr, &delete_block, c10::Device(c10::kCPU));
+}
+
+bool adopt_as_device_memory(const c10::DataPtr& dp, int device) {
+  if (dp.get_deleter() != &delete_block) return false;
+  Block* b;
+  {
+    std::lock_guard<std::mutex> g(g_live_mu);
+    auto it = g_live.find(dp.get());
+    if (it == g_live.end()) return false;
+    b = it->second;  // stays live: the caller holds `dp`
+  }
+  if (b->device != device) return false;
+  if (!b->workspace) return true;
+  auto& a = get(device);
+  auto ctx = memory_history_context(/*at_free=*/false);
+  {
+    std::lock_guard<std::mutex> g(a.mu);
+    if (b->adopted) return true;
+    a.context = ctx;
+    struct ClearContext {
+      std::shared_ptr<c10::GatheredContext>& c;
+      ~ClearContext() { c = nullptr; }
+    } clear_context{a.context};
+    a.adopt_locked(b);
+  }
+  {
+    auto& w = get_ws(device);
+    std::lock_guard<std::mutex> g(w.mu);
+    w.count_block(b, -1);  // the device counts it now
+  }
+  if (C10_UNLIKELY(memory_history_enabled() || c10::memoryProfilingEnabled())) {
+    report_block(a, b->ptr, b->size, /*alloc=*/true, ctx);
+  }
+  return true;
+}
+
+int device_of_ptr(const void* ptr) {
+  const char* p = static_cast<const char*>(ptr);
+  for (int d = 0; d < device_count() && d < kMaxDevices; ++d) {
+    DeviceAllocator* a = g_allocators[d].load(std::memory_order_acquire);
+    if (!a) continue;
+    std::lock_guard<std::mutex> g(a->mu);
+    auto it = a->segment_first.upper_bound(const_cast<char*>(p));
+    if (it != a->segment_first.begin()) {
+      --it;
+      size_t total = 0;
+      for (Block* b = it->second; b; b = b->next) total += b->size;
+      if (p < it->first + total) return d;
+    }
+    auto ad = a->adopted.upper_bound(const_cast<char*>(p));
+    if (ad != a->adopted.begin()) {
+      --ad;
+      if (p < ad->first + ad->second->size) return d;
+    }
+  }
+  return -1;
+}
+
+void debug_free_unknown_pointer() {
+  static char not_ours[64];
+  c10::DataPtr dp(not_ours, not_ours, &delete_block, c10::Device(kNeuron, 0));
 }
 
 std::map<std::string, int64_t> memory_stats(int device) {
@@ -402,6 +643,23 @@ std::map<std::string, int64_t> memory_stats(int device) {
     }
   };
   for (auto [name, arr] : a.stats()) put(name, *arr);
+  {
+    // Host workspace of the kernels that ran for this device (not device memory).
+    auto& w = get_ws(device);
+    std::lock_guard<std::mutex> gw(w.mu);
+    const std::array<std::pair<const char*, StatArray*>, 3> ws_stats{
+        {{"allocated_bytes", &w.allocated_bytes},
+         {"reserved_bytes", &w.reserved_bytes},
+         {"allocation", &w.allocation}}};
+    for (auto [name, arr] : ws_stats) {
+      const Stat& st = arr->s[kAll];
+      std::string base = std::string("host_workspace.") + name + ".";
+      out[base + "current"] = st.current;
+      out[base + "peak"] = st.peak;
+      out[base + "allocated"] = st.allocated;
+      out[base + "freed"] = st.freed;
+    }
+  }
   out["num_alloc_retries"] = a.num_alloc_retries;
   out["num_ooms"] = a.num_ooms;
   out["num_device_alloc"] = a.num_device_alloc;
@@ -412,18 +670,20 @@ std::map<std::string, int64_t> memory_stats(int device) {
 }
 
 void reset_peak_stats(int device) {
-  auto& a = get(device);
-  std::lock_guard<std::mutex> g(a.mu);
-  for (auto [name, arr] : a.stats())
-    for (auto& s : arr->s) s.reset_peak();
+  for (DeviceAllocator* a : {&get(device), &get_ws(device)}) {
+    std::lock_guard<std::mutex> g(a->mu);
+    for (auto [name, arr] : a->stats())
+      for (auto& s : arr->s) s.reset_peak();
+  }
 }
 
 void reset_accumulated_stats(int device) {
-  auto& a = get(device);
-  std::lock_guard<std::mutex> g(a.mu);
-  for (auto [name, arr] : a.stats())
-    for (auto& s : arr->s) s.reset_accumulated();
-  a.num_alloc_retries = a.num_ooms = a.num_device_alloc = a.num_device_free = 0;
+  for (DeviceAllocator* a : {&get(device), &get_ws(device)}) {
+    std::lock_guard<std::mutex> g(a->mu);
+    for (auto [name, arr] : a->stats())
+      for (auto& s : arr->s) s.reset_accumulated();
+    a->num_alloc_retries = a->num_ooms = a->num_device_alloc = a->num_device_free = 0;
+  }
 }
 
 void empty_cache(int device) {
@@ -432,8 +692,40 @@ void empty_cache(int device) {
     return;
   }
   auto& a = get(device);
+  auto ctx = memory_history_context(/*at_free=*/true);
+  {
+    std::lock_guard<std::mutex> g(a.mu);
+    a.context = ctx;
+    a.release_cached_segments();
+    a.context = nullptr;
+  }
+  auto& w = get_ws(device);
+  std::lock_guard<std::mutex> g(w.mu);
+  w.release_cached_segments();
+}
+
+std::vector<SegmentInfo> segment_infos(int device) {
+  auto& a = get(device);
+  std::vector<SegmentInfo> out;
   std::lock_guard<std::mutex> g(a.mu);
-  a.release_cached_segments();
+  for (auto& [base, first] : a.segment_first) {
+    SegmentInfo s{device, uint64_t(base), 0, first->small, {}};
+    for (Block* b = first; b; b = b->next) {
+      s.blocks.push_back({uint64_t(b->ptr), int64_t(b->size), int64_t(b->requested), b->allocated});
+      s.total_size += int64_t(b->size);
+    }
+    out.push_back(std::move(s));
+  }
+  for (auto& [base, b] : a.adopted) {  // each adopted kernel output is a segment of its own
+    out.push_back({device,
+                   uint64_t(base),
+                   int64_t(b->size),
+                   b->small,
+                   {{uint64_t(base), int64_t(b->size), int64_t(b->requested), true}}});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const SegmentInfo& x, const SegmentInfo& y) { return x.address < y.address; });
+  return out;
 }
 
 int set_alloc_route(int device) {

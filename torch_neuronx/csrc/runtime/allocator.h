@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace torch_neuronx {
 
@@ -19,14 +20,44 @@ c10::Allocator* neuron_allocator();
 // the emulated core (see host_alias.h).
 c10::DataPtr allocate_on(int device, size_t nbytes, c10::Device label);
 
-// The device whose pool `dp`'s memory came from, or -1 when this allocator did not allocate it.
-int owner_device(const c10::DataPtr& dp);
+// Host workspace for a CPU kernel running for `device` (what allocation routing hands out):
+// host memory, counted in memory_stats' `host_workspace.*`, never against the device's capacity.
+c10::DataPtr allocate_workspace(int device, size_t nbytes);
+
+// True when `dp`'s memory is (now) device memory of `device`: memory of its pool, or host
+// workspace of `device` that this call adopts as device memory (a kernel's output: from now on
+// it counts against the device's capacity, raising its out-of-memory error when it does not
+// fit). False for other memory (the caller copies it).
+bool adopt_as_device_memory(const c10::DataPtr& dp, int device);
+
+// The device whose memory (a segment, or an adopted block) contains `ptr`, or -1.
+int device_of_ptr(const void* ptr);
+
+// Test hook: runs the allocator's deleter on a pointer it never allocated (the error is
+// reported on stderr and the process continues).
+void debug_free_unknown_pointer();
 
 // Statistics, keyed with torch.cuda.memory_stats() names.
 std::map<std::string, int64_t> memory_stats(int device);
 void reset_peak_stats(int device);
 void reset_accumulated_stats(int device);
 void empty_cache(int device);  // -1: all devices
+
+// The segments of `device` and their blocks in address order (memory snapshots).
+struct BlockInfo {
+  uint64_t address;
+  int64_t size;
+  int64_t requested;  // bytes asked for (allocated blocks)
+  bool allocated;
+};
+struct SegmentInfo {
+  int device;
+  uint64_t address;
+  int64_t total_size;
+  bool small;  // small pool (< 1 MiB requests)
+  std::vector<BlockInfo> blocks;
+};
+std::vector<SegmentInfo> segment_infos(int device);
 
 // CPU allocations of the calling thread go to `device`'s pool while set (-1: off).
 // Returns the previous value.

@@ -35,8 +35,11 @@ struct NeuronHooks final : public at::PrivateUse1HooksInterface {
   at::Generator getNewGenerator(c10::DeviceIndex index) const override {
     return new_generator(index);
   }
-  at::Device getDeviceFromPtr(void* /*data*/) const override {
-    return at::Device(kNeuron, c10::DeviceIndex(current_device()));
+  at::Device getDeviceFromPtr(void* data) const override {
+    int d = device_of_ptr(data);
+    TORCH_CHECK(d >= 0, "The pointer ", data,
+                " is not in the memory of any neuron device (it is host memory, or was freed).");
+    return at::Device(kNeuron, c10::DeviceIndex(d));
   }
   bool isPinnedPtr(const void* data) const override { return is_pinned_ptr(data); }
   at::Allocator* getPinnedMemoryAllocator() const override { return pinned_host_allocator(); }

@@ -5,7 +5,10 @@
 
 #include <ATen/ops/empty.h>
 #include <c10/core/TensorImpl.h>
+#include <array>
+#include <cstdint>
 #include <cstring>
+#include <mutex>
 
 namespace torch_neuronx {
 namespace {
@@ -57,13 +60,25 @@ static at::Tensor build_alias(const at::Tensor& t) {
   return alias;
 }
 
+// Threads share tensors (a model's weights in parallel inference): replacing the cached alias
+// frees the previous one, so reading it (and taking a reference) and replacing it happen under
+// the same lock. Striped by TensorImpl, so unrelated tensors rarely contend.
+static std::mutex& alias_lock(const c10::TensorImpl* impl) {
+  static auto& locks = *new std::array<std::mutex, 64>;  // leaked, like all driver globals
+  return locks[(reinterpret_cast<uintptr_t>(impl) >> 6) % locks.size()];
+}
+
 at::Tensor host_alias(const at::Tensor& t) {
   if (!t.defined() || t.device().type() != kNeuron) return t;
   c10::TensorImpl* impl = t.unsafeGetTensorImpl();
-  if (auto* meta = dynamic_cast<CachedAlias*>(impl->get_backend_meta())) {
-    if (C10_LIKELY(still_valid(t, meta->alias))) return meta->alias;
+  {
+    std::lock_guard<std::mutex> g(alias_lock(impl));
+    if (auto* meta = dynamic_cast<CachedAlias*>(impl->get_backend_meta())) {
+      if (C10_LIKELY(still_valid(t, meta->alias))) return meta->alias;
+    }
   }
   at::Tensor alias = build_alias(t);
+  std::lock_guard<std::mutex> g(alias_lock(impl));
   impl->set_backend_meta(c10::make_intrusive<CachedAlias>(alias));
   return alias;
 }
@@ -72,7 +87,9 @@ void remember_host_alias(const at::Tensor& t, const at::Tensor& host) {
   if (!t.defined() || !host.defined() || t.device().type() != kNeuron || !host.device().is_cpu())
     return;
   if (!still_valid(t, host)) return;  // copied, not shared: the alias would be a different buffer
-  t.unsafeGetTensorImpl()->set_backend_meta(c10::make_intrusive<CachedAlias>(host));
+  c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  std::lock_guard<std::mutex> g(alias_lock(impl));
+  impl->set_backend_meta(c10::make_intrusive<CachedAlias>(host));
 }
 
 at::Tensor view_of_storage(const c10::Storage& storage, const at::Tensor& like) {
@@ -83,10 +100,11 @@ at::Tensor view_of_storage(const c10::Storage& storage, const at::Tensor& like) 
 }
 
 // Device bytes for host storage `src`: shared (the neuron storage keeps `src` alive) when
-// the memory already belongs to `device`'s pool, else copied into fresh device memory.
+// the memory belongs to `device`'s pool or is host workspace of a kernel that ran for it
+// (adopted: it counts as device memory from now on), else copied into fresh device memory.
 static c10::DataPtr to_device_bytes(c10::StorageImpl* src, int device) {
   size_t n = src->nbytes();
-  if (owner_device(src->data_ptr()) == device) {
+  if (adopt_as_device_memory(src->data_ptr(), device)) {
     return keepalive_ptr(c10::Storage(c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(src)),
                          c10::Device(kNeuron, device));
   }

@@ -29,6 +29,20 @@ void on_fork_child() {
 }  // namespace
 
 void configure(int device_count, int64_t capacity_bytes, const std::string& profile) {
+  // Allocators, generators and streams exist per device once the runtime is up: the topology
+  // is fixed from then on (the same values again are accepted: configuring is idempotent).
+  if (g_initialized.load()) {
+    TORCH_CHECK(
+        device_count == g_device_count && capacity_bytes == g_capacity && profile == g_profile,
+        "The neuron device topology cannot change after the runtime is initialised (it "
+        "has ",
+        g_device_count, " device(s) of ", g_capacity, " bytes, profile '", g_profile,
+        "'; asked for ", device_count, " of ", capacity_bytes, " bytes, '", profile,
+        "'). Set NEURON_RT_VISIBLE_CORES / NEURON_RT_NUM_CORES / "
+        "TORCH_NEURONX_HBM_PER_CORE before the first use of the device.");
+    return;
+  }
+  TORCH_CHECK(device_count >= 0, "neuron: device count must be >= 0, got ", device_count);
   g_device_count = device_count;
   g_capacity = capacity_bytes;
   g_profile = profile;
@@ -70,5 +84,7 @@ void lazy_init() {
 }
 
 bool is_initialized() { return g_initialized.load(); }
+
+bool in_bad_fork() { return g_in_bad_fork.load(); }
 
 }  // namespace torch_neuronx

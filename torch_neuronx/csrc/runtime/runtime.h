@@ -27,4 +27,7 @@ void set_current_device(int index);
 void lazy_init();
 bool is_initialized();
 
+// True in a child process forked after the parent initialised the device (it cannot use it).
+bool in_bad_fork();
+
 }  // namespace torch_neuronx

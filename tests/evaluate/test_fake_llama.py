@@ -1,0 +1,50 @@
+"""``--fake`` on a Llama-3-8B-sized transformers model built from a config: seconds, a few
+GiB of host memory, the ordinary idioms of a training script."""
+
+from __future__ import annotations
+
+import pytest
+from evaluate_support import SCRIPTS, have, marker_line
+
+pytestmark = pytest.mark.skipif(
+    not have("transformers"),
+    reason="transformers is not installed (make evaluate-deps installs it)",
+)
+
+
+def test_fake_llama_8b_projection(run_eval):
+    r = run_eval(
+        "llama_fake",
+        "--fake",
+        "--fsdp",
+        "16",
+        "--instances",
+        "trn2.3xlarge,trn2.48xlarge,trn3.3xlarge",
+        "--tokens-per-step",
+        "2048",
+        "llama_fake.py",
+        "--seq",
+        "2048",
+    )
+    assert r.rc == 0, r.explain()
+    rep = r.report
+    fk = rep["fake_projection"]
+    n_params = 8.03e9
+    # 6 N T FLOPs for a training step (plus attention): within 25%
+    assert 0.9 * 6 * n_params * 2048 < fk["flops_per_step"] < 1.4 * 6 * n_params * 2048
+    lay = fk["layout"]
+    assert (
+        lay["parameters_gradients_optimizer_bytes"] > 4 * n_params * 2 * 0.95
+    )  # bf16 params+grads+2 Adam states
+    assert lay["memory_per_core_estimate"] < fk["peak_memory_single_core"]
+    keys = {p["profile"] for p in fk["profiles"]}
+    assert {"trn2.3xlarge/lnc2", "trn2.48xlarge/lnc2", "trn3.3xlarge/lnc2"} <= keys
+    for p in fk["profiles"]:
+        assert p["step_s"] > 0 and 0 < p["mfu"] < 1
+    # .item() on a fake loss is data dependence, reported at the script's line
+    line = marker_line("llama_fake.py", "item")
+    assert any(
+        d["site"].startswith(f"{SCRIPTS / 'llama_fake.py'}:{line}") for d in fk["data_dependence"]
+    )
+    assert fk["trace_wall_s"] < 60
+    assert fk["host_max_rss_bytes"] < 4 * 2**30

@@ -1,0 +1,119 @@
+"""Connects the driver's device work to the performance model (torch_neuronx.perf).
+
+While the model is recording, the C++ driver (csrc/runtime/perf_hook.h) reports to
+:func:`_on_op` each eager op run on the emulated core, each copy and each collective of the
+neuron c10d backend; ``torch_neuronx.perf`` switches the C++ flag on and off through the setter
+registered here. This layer supplies what the perf layer must not import: the engine each op
+runs on, from the op policy table.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from torch_neuronx import _C
+from torch_neuronx.perf import clock, transfers
+
+from .op_policy import CC_CORE, HOST_CPU, engine_for
+
+#: ops whose work is a transfer between host and device (or between devices)
+_COPIES = {"aten::_copy_from", "aten::_copy_from_and_resize", "aten::copy_", "aten::_to_copy"}
+
+
+@functools.lru_cache(maxsize=4096)
+def _engine(op_name: str):
+    return engine_for(op_name)
+
+
+def _first_tensor(values):
+    import torch
+
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            return v
+    return None
+
+
+def _copy(device: int, op_name: str, args, outputs) -> None:
+    import torch
+
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if op_name.startswith("aten::copy_"):  # copy_(self=destination, src)
+        dst, src = (tensors + [None, None])[:2]
+    elif op_name.startswith("aten::_to_copy"):  # _to_copy(self) -> new tensor
+        src, dst = (tensors[0] if tensors else None), _first_tensor(outputs)
+    else:  # _copy_from(self=source, dst)
+        src, dst = (tensors + [None, None])[:2]
+    if src is None or dst is None:
+        return
+    nbytes = dst.numel() * dst.element_size()
+    s, d = src.device, dst.device
+    if s.type == "cpu" and d.type != "cpu":
+        perf_record.copy(d.index or 0, transfers.H2D, nbytes)
+    elif s.type != "cpu" and d.type == "cpu":
+        perf_record.copy(s.index or 0, transfers.D2H, nbytes)
+    elif s.type != "cpu" and d.type != "cpu":
+        same = (s.index or 0) == (d.index or 0)
+        perf_record.copy(s.index or 0, transfers.D2D if same else transfers.PEER, nbytes)
+
+
+perf_record = None  # torch_neuronx.perf.report, imported when first recording
+_group_ranks: dict = {}
+
+
+def _ranks(group_name: str, size: int) -> list:
+    """Global ranks of a process group (by its name), cached."""
+    ranks = _group_ranks.get(group_name)
+    if ranks is None:
+        try:
+            import torch.distributed as dist
+            from torch.distributed.distributed_c10d import _resolve_process_group
+
+            ranks = dist.get_process_group_ranks(_resolve_process_group(group_name))
+        except Exception:  # noqa: BLE001 - an unnamed/unregistered group: ranks 0..size-1
+            ranks = list(range(size))
+        _group_ranks[group_name] = ranks
+    return ranks
+
+
+def _collective(device: int, op_name: str, args) -> None:
+    nbytes, group_name, size, rank, peer = args
+    ranks = _ranks(group_name, size)
+    name = op_name.split("::", 1)[1]
+    if name in ("send", "recv") and peer >= 0:
+        perf_record.collective(device, name, nbytes, [ranks[rank]], peer=ranks[peer])
+    else:
+        perf_record.collective(device, name, nbytes, ranks)
+
+
+def _on_op(op_name: str, device: int, args, outputs, host_ns: int, fallback: bool) -> None:
+    if not clock.recording():
+        return
+    global perf_record
+    if perf_record is None:  # the model's code loads on first use, not at `import torch`
+        from torch_neuronx.perf import report as perf_record
+    if op_name.startswith("c10d::"):
+        _collective(device, op_name, args)
+        return
+    name = op_name.split(".", 1)[0]
+    if name in perf_record.SELF_COSTED:  # records its own cost (e.g. an NKI kernel)
+        return
+    if name in _COPIES:
+        _copy(device, op_name, args, outputs)
+    elif name == "aten::_local_scalar_dense":  # .item(): a device -> host read of one element
+        t = _first_tensor(args)
+        perf_record.copy(device, transfers.D2H, t.element_size() if t is not None else 4)
+    elif _engine(op_name) == CC_CORE:
+        return  # the c10d kernels underneath report the collective itself
+    elif fallback or _engine(op_name) == HOST_CPU:
+        perf_record.fallback_op(device, op_name, args, outputs, host_ns * 1e-9)
+    else:
+        perf_record.op(device, op_name, args, outputs, _engine(op_name))
+
+
+def install() -> None:
+    """Registers the callback and the flag setter (a driver built without the hook: no-op)."""
+    if not hasattr(_C, "_set_perf_callback"):
+        return
+    _C._set_perf_callback(_on_op)
+    clock.set_native_flag(_C._perf_set_enabled)

@@ -1,0 +1,522 @@
+"""Turns what the collectors saw into the report dictionary (the JSON schema, docs/evaluate.md).
+
+Every figure that is not measured on this machine is marked: ``modeled`` (the performance
+model's Trainium time), ``projection`` (time and cost on an instance profile) or ``estimate``
+(sharding). The emulator's own wall times are reported as such and never as Trainium time."""
+
+from __future__ import annotations
+
+import datetime
+import math
+import platform
+import statistics
+
+import torch
+
+from torch_neuronx._version import __version__
+from torch_neuronx.perf import events as ev
+from torch_neuronx.perf import target as perf_target
+from torch_neuronx.runtime import hardware
+
+SCHEMA = "torch-neuronx-evaluate"
+SCHEMA_VERSION = 1
+SECTIONS = (
+    "placement",
+    "host_sync",
+    "compilation",
+    "numerics",
+    "memory",
+    "projection",
+    "readiness",
+)
+FAIL_ON = ("fallback", "recompile", "numerics", "memory")
+
+
+def _median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else 0.0
+
+
+def steady_steps(steps: list) -> list:
+    """Whole steps after the first (the first pays compilation and allocator warm-up)."""
+    whole = [s for s in steps if not s.partial] or steps
+    return whole[1:] if len(whole) > 1 else whole
+
+
+def placement(c) -> dict:
+    native = sum(c.placement_native.values())
+    fb = sum(c.fallback.count.values())
+    total = native + fb
+    modeled_total = sum(row[1] for row in c.op_time.values())
+    fb_time = sum(c.fallback_time_s.values())
+    rows = c.fallback.rows()
+    for r in rows:
+        r["modeled_s"] = c.fallback_time_s.get(
+            r["name"].split(".", 1)[0], 0.0
+        ) + c.fallback_time_s.get(r["name"], 0.0)
+    return {
+        "native_calls": native,
+        "fallback_calls": fb,
+        "total_calls": total,
+        "fallback_share_of_calls": fb / total if total else 0.0,
+        "fallback_share_of_modeled_time": fb_time / modeled_total if modeled_total else 0.0,
+        "fallback_ops": rows,
+        "strict_mode": (
+            "TORCH_NEURONX_STRICT=1 would stop the run at the first CPU fallback: "
+            f"{rows[0]['name']} at {rows[0]['sites'][0]['site'] if rows[0]['sites'] else '?'}"
+            if rows
+            else "TORCH_NEURONX_STRICT=1 would pass: no CPU fallback"
+        ),
+        "top_native_ops": [{"name": k, "count": v} for k, v in c.placement_native.most_common(15)],
+        "unsupported_features": _unsupported_features(),
+    }
+
+
+def _unsupported_features() -> list:
+    try:
+        from torch_neuronx.eager import unsupported_features as uf
+
+        seen = getattr(uf, "seen", None) or getattr(uf, "get_seen", None)
+        if callable(seen):
+            return [str(x) for x in seen()]
+    except Exception:
+        pass
+    return []
+
+
+def host_sync(c, nsteps: int) -> dict:
+    reads = c.host_reads.rows()
+    dd = c.data_dependent.rows()
+    per_step = [s.host_syncs for s in c.steps]
+    return {
+        "total": sum(r["count"] for r in reads) + sum(r["count"] for r in dd),
+        "driver_counter": getattr(c, "host_read_counter", None),
+        "per_step": per_step,
+        "in_steady_state_per_step": _median(per_step[1:])
+        if len(per_step) > 1
+        else (per_step[0] if per_step else 0),
+        "reads": reads,
+        "data_dependent_shapes": dd,
+        "note": "each read stalls an asynchronous device until the queued work is done; move reads out of "
+        "the step loop or batch them (e.g. log every N steps)",
+    }
+
+
+def compilation(c, extra: dict | None) -> dict:
+    from torch_neuronx.compile import dynamo_metrics
+
+    graphs = [
+        g
+        for g in dynamo_metrics.get_dynamo_metrics()
+        if g.get("timestamp", 0) >= getattr(c, "wall_start", 0)
+    ]
+    steps = c.steps
+    wall = [s.wall_s for s in steps]
+    suggestions = []
+    for r in c.recompiles:
+        sizes = []
+        for reason in r["reasons"]:
+            import re
+
+            m = re.search(r"size mismatch at index (\d+)\. expected (\d+), actual (\d+)", reason)
+            if m:
+                sizes += [int(m.group(2)), int(m.group(3))]
+        if sizes:
+            top = max(sizes)
+            bucket = 1 << max(0, math.ceil(math.log2(top)))
+            r["suggestion"] = (
+                f"pad this dimension to a fixed size (e.g. {bucket}, the next power of two above "
+                f"the sizes seen {sorted(set(sizes))}) or bucket it into a few sizes; or mark it "
+                "dynamic with torch._dynamo.mark_dynamic"
+            )
+        else:
+            r["suggestion"] = "keep the guarded value constant between calls (see the reasons)"
+        suggestions.append(r["suggestion"])
+    return {
+        "graphs": len(graphs),
+        "graph_records": [
+            {
+                k: g.get(k)
+                for k in (
+                    "name",
+                    "function",
+                    "graph_index",
+                    "node_count",
+                    "input_shapes",
+                    "cache",
+                    "total_s",
+                )
+            }
+            for g in graphs
+        ][:50],
+        "graph_breaks": c.graph_breaks,
+        "recompiles": c.recompiles,
+        "compile_s": sum(g.get("total_s") or 0.0 for g in graphs),
+        "cold_step_s": wall[0] if wall else None,
+        "warm_step_s": wall[1] if len(wall) > 1 else None,
+        "steady_state_step_s": _median(wall[2:] or wall[1:] or wall),
+        "wall_times_note": "wall times of this host (the emulator), not Trainium times",
+        **(extra or {}),
+    }
+
+
+def numerics(c, runs: dict | None, tolerances: dict) -> dict:
+    out = {
+        "policy_deviations": {
+            "float64_in_float32": {
+                "count": sum(c.float64.count.values()),
+                "ops": c.float64.rows(),
+                "policy": "TorchNeuron runs float64 arithmetic in float32",
+            },
+            "autocast": {
+                "count": sum(c.autocast.count.values()),
+                "ops": c.autocast.rows(),
+                "policy": "ops under torch.autocast('neuron') run in the autocast dtype",
+            },
+        },
+        "tolerances": tolerances,
+        "loss": [s.loss for s in c.steps],
+        "comparisons": [],
+        "verdict": "not compared",
+    }
+    if not runs:
+        out["verdict_reason"] = (
+            "no reference run: the Python API (torch_neuronx.evaluate.evaluate_model) runs the "
+            "same steps on the reference device and compares them"
+        )
+        return out
+    ok = True
+    ref = runs.get("reference")
+    pairs = [
+        ("neuron_eager", "reference"),
+        ("neuron_compiled", "reference"),
+        ("neuron_compiled", "neuron_eager"),
+    ]
+    for a, b in pairs:
+        if a not in runs or b not in runs:
+            continue
+        for quantity in ("loss", "grad_norm", "output"):
+            xa, xb = runs[a].get(quantity) or [], runs[b].get(quantity) or []
+            if not xa or not xb:
+                continue
+            diffs = []
+            for va, vb in zip(xa, xb):
+                if va is None or vb is None:
+                    continue
+                diffs.append(abs(va - vb) / max(abs(vb), 1e-12))
+            worst = max(diffs, default=0.0)
+            tol = tolerances.get(quantity, tolerances.get("loss"))
+            passed = worst <= tol and all(math.isfinite(v) for v in xa if v is not None)
+            ok &= passed
+            out["comparisons"].append(
+                {
+                    "a": a,
+                    "b": b,
+                    "quantity": quantity,
+                    "rel_diff_per_step": diffs,
+                    "max_rel_diff": worst,
+                    "rtol": tol,
+                    "pass": passed,
+                }
+            )
+    out["runs"] = runs
+    out["reference_device"] = (ref or {}).get("device")
+    out["verdict"] = "pass" if ok and out["comparisons"] else ("fail" if not ok else "not compared")
+    return out
+
+
+def memory(c, static: dict | None, profiles: list) -> dict:
+    peak_alloc: dict = {}
+    peak_res: dict = {}
+    for s in c.steps:
+        for d, v in s.mem_peak_allocated.items():
+            peak_alloc[d] = max(peak_alloc.get(d, 0), v)
+        for d, v in s.mem_peak_reserved.items():
+            peak_res[d] = max(peak_res.get(d, 0), v)
+    peak = max(peak_alloc.values(), default=0)
+    return memory_fit(
+        peak,
+        max(peak_res.values(), default=0),
+        static,
+        profiles,
+        per_device={
+            "peak_allocated": {str(k): v for k, v in peak_alloc.items()},
+            "peak_reserved": {str(k): v for k, v in peak_res.items()},
+        },
+        timeline=[
+            {"t_s": t, "device": d, "allocated": a, "reserved": r}
+            for t, d, a, r in c.memory_timeline
+        ],
+    )
+
+
+def memory_fit(
+    peak: float, peak_reserved: float, static: dict | None, profiles: list, **extra
+) -> dict:
+    static = static or {}
+    pgo = sum(static.get(k, 0) for k in ("parameters", "gradients", "optimizer_state"))
+    activations = max(peak - pgo, 0) if static else None
+    fits = []
+    for p in profiles:
+        cap = p.hbm_per_core
+        row = {
+            "profile": p.key,
+            "instance": p.instance,
+            "lnc": p.lnc,
+            "hbm_per_core": cap,
+            "fits_one_core": peak <= cap,
+            "headroom": cap - peak,
+        }
+        if peak > cap and static and activations is not None and activations < cap:
+            degree = math.ceil(pgo / (cap - activations))
+            row["fsdp_degree_estimate"] = degree if degree <= p.cores else None
+            row["fsdp_note"] = (
+                f"estimate: FSDP over {degree} cores holds {pgo / degree / 2**30:.2f} GiB of "
+                f"parameters+gradients+optimizer state per core plus {activations / 2**30:.2f} GiB "
+                "of activations per micro-batch"
+                + ("" if degree <= p.cores else f"; more than the {p.cores} cores of one instance")
+            )
+        elif peak > cap:
+            row["fsdp_note"] = (
+                "activations alone exceed one core: reduce the micro-batch, use activation "
+                "checkpointing, or tensor/sequence parallelism"
+            )
+        row["data_parallel"] = (
+            "fits: each data-parallel replica needs the same memory as this run"
+            if peak <= cap
+            else "does not fit: data parallelism replicates the whole model"
+        )
+        fits.append(row)
+    return {
+        "peak_allocated": peak,
+        "peak_reserved": peak_reserved,
+        "static": static,
+        "activations_estimate": activations,
+        "fit": fits,
+        **extra,
+    }
+
+
+def projection(c, profiles: list, work: dict | None) -> dict:
+    """Modeled step time per profile, MFU, throughput and cost (a projection)."""
+    steps = steady_steps(c.steps)
+    flops = _median([s.flops for s in steps])
+    emulated = perf_target.current()
+    rows = []
+    for p in profiles:
+        t = _median([s.projected.get(p.key, 0.0) for s in steps])
+        tc = _median([s.projected_compiled.get(p.key, 0.0) for s in steps])
+        rows.append(projection_row(p, t, flops, work, compiled_s=tc))
+    breakdown = sorted(
+        ([name, row[0], row[1], row[2], kind] for (kind, name), row in c.op_time.items()),
+        key=lambda r: -r[2],
+    )[:25]
+    return {
+        "projection": True,
+        "emulated_profile": f"{emulated.instance.name}/lnc{emulated.lnc}",
+        "modeled_step_s_emulated": _median([max(s.device_s.values(), default=0.0) for s in steps]),
+        "flops_per_step": flops,
+        "profiles": rows,
+        "by_op": [
+            {"name": n, "count": k, "modeled_s": t, "flops": f, "kind": kind}
+            for n, k, t, f, kind in breakdown
+        ],
+        "assumptions": ASSUMPTIONS,
+    }
+
+
+ASSUMPTIONS = [
+    "Modeled by torch_neuronx.perf (docs/perf-model.md): a roofline per op/kernel from public hardware "
+    "figures; no Trainium was used.",
+    "Step time = the steady-state steps' median (the first step is left out: it pays compilation).",
+    "Eager ops are re-costed on each profile from their work; compiled kernels are scaled from the emulated "
+    "profile by the ratio of peak FLOP/s and HBM bandwidth; copies, collectives and CPU fallbacks keep their "
+    "emulated-profile time.",
+    "'compiled_step_s' models the same ops as kernels of one compiled graph (no per-op launch).",
+    "Cost = instance price x time. 'usd_per_1000_steps' pays for the whole instance(s) the run's ranks "
+    "occupy; per-token cost assumes every core of the instance runs a data-parallel replica at this step time.",
+    "Prices: the hardware table's best public figure unless passed in (--price INSTANCE=USD).",
+]
+
+
+def projection_row(
+    p,
+    step_s: float,
+    flops: float,
+    work: dict | None,
+    compiled_s: float | None = None,
+    ranks: int = 1,
+    cores_per_replica: int = 1,
+) -> dict:
+    """One profile's projection. ``flops``: per core per step; ``ranks``: data-parallel replicas,
+    each running ``work`` per step on ``cores_per_replica`` cores (tensor parallelism)."""
+    work = work or {}
+    peak = p.target.core.tensor_peak("bf16")
+    instances = max(1, math.ceil(ranks * cores_per_replica / p.cores))
+    row = {
+        "profile": p.key,
+        "instance": p.instance,
+        "lnc": p.lnc,
+        "cores_per_instance": p.cores,
+        "step_s": step_s,
+        "compiled_step_s": compiled_s,
+        "mfu": flops / (step_s * peak) if step_s else 0.0,
+        "peak_bf16_flops_per_core": peak,
+        "instances": instances,
+        "price_usd_per_hour": p.price_usd_per_hour,
+        "price_source": p.price_source,
+    }
+    samples, tokens = work.get("samples_per_step"), work.get("tokens_per_step")
+    if step_s:
+        if samples:
+            row["samples_per_s"] = samples * ranks / step_s
+        if tokens:
+            row["tokens_per_s"] = tokens * ranks / step_s
+    price = p.price_usd_per_hour
+    if price is not None and step_s:
+        row["usd_per_1000_steps"] = 1000 * step_s * price * instances / 3600.0
+        if tokens:  # every core of the instance busy with replicas of this step
+            per_instance_tokens_s = tokens / step_s * max(p.cores // cores_per_replica, 1)
+            row["usd_per_million_tokens"] = price / 3600.0 / per_instance_tokens_s * 1e6
+    else:
+        row["usd_per_1000_steps"] = None
+        if price is None:
+            row["price_note"] = (
+                "no price for this instance: pass --price " + p.instance + "=USD_PER_HOUR"
+            )
+    return row
+
+
+def readiness(rep: dict) -> list:
+    items = []
+    pl, hs, co, nu, me = (
+        rep.get(k) or {} for k in ("placement", "host_sync", "compilation", "numerics", "memory")
+    )
+    if not rep.get("touched_neuron", True):
+        items.append(
+            {
+                "status": "fail",
+                "item": "The workload never used the neuron device: move the model and "
+                "inputs with .to('neuron').",
+            }
+        )
+    if pl.get("fallback_calls"):
+        top = pl["fallback_ops"][0]
+        site = top["sites"][0]["site"] if top["sites"] else "?"
+        items.append(
+            {
+                "status": "fail",
+                "item": f"{pl['fallback_calls']} CPU-fallback calls ({len(pl['fallback_ops'])} "
+                f"ops); first fix {top['name']} at {site}",
+            }
+        )
+    else:
+        items.append({"status": "pass", "item": "Every op ran natively on the device"})
+    if hs.get("in_steady_state_per_step"):
+        first = (hs.get("reads") or hs.get("data_dependent_shapes") or [{}])[0]
+        site = (first.get("sites") or [{}])[0].get("site", "?")
+        items.append(
+            {
+                "status": "warn",
+                "item": f"{hs['in_steady_state_per_step']:g} host syncs per step "
+                f"(e.g. {first.get('name', '?')} at {site}): move them out of the loop",
+            }
+        )
+    else:
+        items.append({"status": "pass", "item": "No host sync inside the steady-state step"})
+    if co.get("graph_breaks"):
+        g = co["graph_breaks"][0]
+        items.append(
+            {
+                "status": "warn",
+                "item": f"{len(co['graph_breaks'])} graph breaks; first at {g['site']}: "
+                f"{g['reason'][:120]}",
+            }
+        )
+    if co.get("recompiles"):
+        r = co["recompiles"][0]
+        items.append(
+            {
+                "status": "warn",
+                "item": f"{len(co['recompiles'])} recompilations (at {r['site']}): "
+                f"{r.get('suggestion', '')}",
+            }
+        )
+    v = nu.get("verdict")
+    if v == "fail":
+        items.append(
+            {"status": "fail", "item": "Numerics differ from the reference beyond the tolerances"}
+        )
+    elif v == "pass":
+        items.append(
+            {"status": "pass", "item": "Numerics match the reference within the tolerances"}
+        )
+    dev = (nu.get("policy_deviations") or {}).get("float64_in_float32", {})
+    if dev.get("count"):
+        items.append(
+            {
+                "status": "warn",
+                "item": f"{dev['count']} float64 op calls run in float32 by policy: "
+                "use float32 explicitly where precision allows",
+            }
+        )
+    fit = me.get("fit") or []
+    if fit and not any(f["fits_one_core"] for f in fit):
+        items.append(
+            {
+                "status": "fail",
+                "item": "Does not fit one core of any profile: see the sharding estimate",
+            }
+        )
+    elif fit:
+        items.append(
+            {
+                "status": "pass",
+                "item": "Fits one core of: "
+                + ", ".join(f["profile"] for f in fit if f["fits_one_core"]),
+            }
+        )
+    order = {"fail": 0, "warn": 1, "pass": 2}
+    return sorted(items, key=lambda i: order[i["status"]])
+
+
+def gate(rep: dict, fail_on: list) -> list:
+    """The --fail-on conditions that hold (each a short reason)."""
+    out = []
+    if "fallback" in fail_on and (rep.get("placement") or {}).get("fallback_calls"):
+        out.append(f"fallback: {rep['placement']['fallback_calls']} CPU-fallback calls")
+    if "recompile" in fail_on and (rep.get("compilation") or {}).get("recompiles"):
+        out.append(f"recompile: {len(rep['compilation']['recompiles'])} recompilations")
+    if "numerics" in fail_on and (rep.get("numerics") or {}).get("verdict") == "fail":
+        out.append("numerics: verdict fail")
+    if "memory" in fail_on:
+        fit = (rep.get("memory") or {}).get("fit") or []
+        emu = (rep.get("projection") or {}).get("emulated_profile")
+        row = next((f for f in fit if f["profile"] == emu), fit[0] if fit else None)
+        if row is not None and not row["fits_one_core"]:
+            out.append(f"memory: peak does not fit one core of {row['profile']}")
+    return out
+
+
+def header(mode: str, argv: list | None = None) -> dict:
+    emu = perf_target.current()
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "tool": f"torch-neuronx {__version__}",
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "mode": mode,
+        "argv": argv or [],
+        "emulated": {
+            "instance": emu.instance.name,
+            "lnc": emu.lnc,
+            "generation": emu.core.generation,
+            "hbm_per_core": emu.core.hbm_capacity,
+        },
+        "instances_known": list(hardware.INSTANCES),
+    }
+
+
+KINDS = (ev.OP, ev.KERNEL, ev.GRAPH, ev.COLLECTIVE, ev.COPY, ev.FALLBACK)

@@ -1,0 +1,309 @@
+"""``torch-neuronx evaluate script.py [script args]``: the migration report of a script.
+
+    torch-neuronx evaluate train.py --epochs 1            # instrumented run, report in ./neuron-eval/
+    torch-neuronx evaluate --steps 20 --fail-on fallback,recompile train.py
+    torch-neuronx evaluate --fake --fsdp 8 --tp 4 train_llama.py   # full-size projection, fake tensors
+    torchrun --nproc-per-node 2 -m torch_neuronx.tools.cli evaluate train_ddp.py   # per-rank + merged
+
+Exit status: 0 ok; 1 the script raised (the report is still written, with the traceback);
+2 bad arguments (unknown instance, malformed price); 3 a ``--fail-on`` condition holds;
+130 interrupted (Ctrl-C; a partial report is written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+EXIT_OK, EXIT_SCRIPT_ERROR, EXIT_USAGE, EXIT_GATE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+def add_parser(sub) -> None:
+    e = sub.add_parser(
+        "evaluate",
+        help="run a script instrumented and write the Trainium migration report",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    e.add_argument(
+        "--steps", type=int, help="stop after N steps (optimizer steps or evaluate.step() calls)"
+    )
+    e.add_argument("--out", default="neuron-eval", help="output folder (default ./neuron-eval)")
+    e.add_argument("--no-html", action="store_true", help="write the JSON only")
+    e.add_argument(
+        "--fail-on",
+        default="",
+        help="comma-separated: fallback,recompile,numerics,memory -> exit 3",
+    )
+    e.add_argument(
+        "--instances",
+        help="comma-separated instance profiles to project on "
+        "(default trn2.3xlarge,trn2.48xlarge,trn3.3xlarge)",
+    )
+    e.add_argument(
+        "--lnc", type=int, choices=[1, 2], help="only this logical core size (default: both)"
+    )
+    e.add_argument(
+        "--price", help="override prices, e.g. trn2.3xlarge=2.24,trn3.3xlarge=4.1 (USD per hour)"
+    )
+    e.add_argument(
+        "--samples-per-step", type=int, help="samples per step per rank (throughput figures)"
+    )
+    e.add_argument(
+        "--tokens-per-step",
+        type=int,
+        help="tokens per step per rank (tokens/s and USD per 1M tokens)",
+    )
+    e.add_argument(
+        "--fake",
+        action="store_true",
+        help="trace one step with fake tensors (no memory, no data): "
+        "FLOPs, bytes, memory and time at full size",
+    )
+    e.add_argument(
+        "--fsdp", type=int, default=1, help="--fake: FSDP / data-parallel sharding degree"
+    )
+    e.add_argument("--tp", type=int, default=1, help="--fake: tensor-parallel degree")
+    e.add_argument("--quiet", action="store_true", help="no summary or progress bar")
+    e.add_argument("script", help="the Python script to run")
+    e.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
+    e.set_defaults(fn=cmd_evaluate)
+
+
+def _fail_on(text: str) -> list:
+    from .build import FAIL_ON
+
+    items = [x.strip() for x in (text or "").split(",") if x.strip()]
+    bad = [x for x in items if x not in FAIL_ON]
+    if bad:
+        raise ValueError(
+            f"unknown --fail-on value(s) {', '.join(bad)}; valid: {', '.join(FAIL_ON)}"
+        )
+    return items
+
+
+def cmd_evaluate(args) -> int:
+    import torch  # noqa: F401  (registers the backend)
+
+    from . import profiles as _profiles
+
+    try:
+        fail_on = _fail_on(args.fail_on)
+        prices = _profiles.parse_prices(args.price)
+        profs = _profiles.profiles(
+            args.instances.split(",") if args.instances else None, args.lnc, prices
+        )
+        if args.steps is not None and args.steps < 1:
+            raise ValueError("--steps must be >= 1")
+    except ValueError as e:
+        print(f"torch-neuronx evaluate: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    work = {
+        k: v
+        for k, v in (
+            ("samples_per_step", args.samples_per_step),
+            ("tokens_per_step", args.tokens_per_step),
+        )
+        if v
+    }
+    if args.fake:
+        return _fake_cmd(args, profs, work, fail_on)
+    return _run_cmd(args, profs, work, fail_on)
+
+
+def _run_cmd(args, profs, work, fail_on) -> int:
+    from . import build, render_text
+    from .runner import rank_and_world, run_script
+    from .session import Evaluation, write
+
+    rank, world = rank_and_world()
+    progress = render_text.Progress(args.steps, enabled=not args.quiet and rank == 0)
+    ev = Evaluation(
+        "script",
+        profs,
+        steps=args.steps,
+        work=work,
+        progress=progress,
+        argv=[args.script, *args.args],
+    )
+    try:
+        run_script(ev, args.script, args.args)
+    except FileNotFoundError as e:
+        progress.close()
+        print(f"torch-neuronx evaluate: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        progress.close()
+    rep = ev.report(rank=rank, world_size=world)
+    stem = "report" if world == 1 else f"report-rank{rank}"
+    rep["fail_on"] = {"requested": fail_on, "triggered": build.gate(rep, fail_on)}
+    paths = write(rep, args.out, stem, html=not args.no_html)
+    if world > 1 and rank == 0:
+        merged = merge_ranks(args.out, world, rep)
+        paths["merged"] = write(merged, args.out, "report", html=not args.no_html)["json"]
+    if not args.quiet and (rank == 0 or world == 1):
+        render_text.print_summary(rep, paths)
+    if rep["status"] == "interrupted":
+        return EXIT_INTERRUPTED
+    if rep["status"] != "ok":
+        return EXIT_SCRIPT_ERROR
+    if rep["fail_on"]["triggered"]:
+        print(
+            "torch-neuronx evaluate: --fail-on: " + "; ".join(rep["fail_on"]["triggered"]),
+            file=sys.stderr,
+        )
+        return EXIT_GATE
+    return EXIT_OK
+
+
+def merge_ranks(out_dir: str, world: int, own: dict, timeout_s: float = 120.0) -> dict:
+    """Rank 0's merged report: its own sections plus one summary row per rank (waits for the
+    other ranks' report-rankN.json files)."""
+    deadline = time.time() + timeout_s
+    reps = {0: own}
+    while len(reps) < world and time.time() < deadline:
+        for r in range(1, world):
+            path = os.path.join(out_dir, f"report-rank{r}.json")
+            if r not in reps and os.path.exists(path):
+                try:
+                    with open(path) as f:
+                        reps[r] = json.load(f)
+                except json.JSONDecodeError:  # still being written
+                    pass
+        if len(reps) < world:
+            time.sleep(0.2)
+    merged = dict(own)
+    merged["mode"] = "script (merged ranks)"
+    rows = []
+    for r in range(world):
+        x = reps.get(r)
+        if x is None:
+            rows.append({"rank": r, "status": "missing (no report within the timeout)"})
+            continue
+        rows.append(
+            {
+                "rank": r,
+                "status": x["status"],
+                "steps": x["steps_completed"],
+                "fallback_calls": x["placement"]["fallback_calls"],
+                "host_syncs": x["host_sync"]["total"],
+                "peak_allocated": x["memory"]["peak_allocated"],
+                "modeled_step_s": x["projection"]["modeled_step_s_emulated"],
+                "recompiles": len(x["compilation"]["recompiles"]),
+            }
+        )
+    merged["ranks"] = rows
+    merged["rank"] = "merged"
+    if any(r.get("status") != "ok" for r in rows):
+        merged["status"] = next(r["status"] for r in rows if r.get("status") != "ok")
+    return merged
+
+
+def _fake_cmd(args, profs, work, fail_on) -> int:
+    import runpy
+
+    import torch
+
+    from . import build, callsite, fake, render_text
+    from .collector import StepLimitReached
+    from .session import write
+
+    script = os.path.abspath(args.script)
+    if not os.path.isfile(script):
+        print(f"torch-neuronx evaluate: error: no such script: {script}", file=sys.stderr)
+        return EXIT_USAGE
+    callsite.add_user_root(os.path.dirname(script))
+    rep = build.header("fake", [args.script, *args.args])
+    rep.update({"status": "ok", "error": None, "rank": 0, "world_size": 1, "work": work})
+    optimizers: list = []
+
+    recorder: list = []
+
+    def _end_step(opt, a, k):  # the traced step ends here (the fake recorder stops at the next one)
+        if opt not in optimizers:
+            optimizers.append(opt)
+        if recorder:
+            recorder[0].end_step()
+
+    saved_argv = sys.argv
+    sys.argv = [script, *args.args]
+    t0 = time.perf_counter()
+    real_backward = torch.Tensor.backward
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    hook = register_optimizer_step_post_hook(_end_step)
+    try:
+        with fake.fake_session() as rec:
+            recorder.append(rec)
+            try:
+                runpy.run_path(script, run_name="__main__")
+            except StepLimitReached:
+                pass
+            except SystemExit as e:
+                if e.code not in (None, 0):
+                    rep["status"] = "error"
+            except KeyboardInterrupt:
+                rep["status"] = "interrupted"
+            except Exception as e:
+                import traceback
+
+                rep["status"] = "error"
+                rep["error"] = {
+                    "type": type(e).__name__,
+                    "message": str(e),
+                    "traceback": traceback.format_exc(),
+                }
+            params = [p for o in optimizers for g in o.param_groups for p in g["params"]]
+            static = fake.static_bytes(params, optimizers)
+    finally:
+        hook.remove()
+        torch.Tensor.backward = real_backward
+        sys.argv = saved_argv
+    rep["fake_projection"] = fake.project(
+        rec, profs, dp=args.fsdp, tp=args.tp, static=static, work=work
+    )
+    rep["fake_projection"]["trace_wall_s"] = time.perf_counter() - t0
+    import resource
+
+    rep["fake_projection"]["host_max_rss_bytes"] = (
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    )
+    rep["touched_neuron"] = rec.ops > 0
+    rep["steps_completed"] = 1 if rec.stop_at_next_step else 0
+    if not rec.ops:
+        rep["notice"] = "the script never ran an op on the neuron device (under fake tensors)"
+    rep["readiness"] = build.readiness({"touched_neuron": rec.ops > 0})
+    if rec.fallbacks:
+        rep["readiness"] = [i for i in rep["readiness"] if "natively" not in i["item"]]
+        rep["readiness"].insert(
+            0,
+            {
+                "status": "fail",
+                "item": "ops without a Neuron lowering (CPU fallback): "
+                + ", ".join(sorted(rec.fallbacks)),
+            },
+        )
+    if rep["fake_projection"]["data_dependence"]:
+        d = rep["fake_projection"]["data_dependence"][0]
+        rep["readiness"].append(
+            {
+                "status": "warn",
+                "item": f"the step reads device values on the host (data "
+                f"dependence) at {d['site']}: {d['line']}",
+            }
+        )
+    triggered = []
+    if "memory" in fail_on and not any(r["fits"] for r in rep["fake_projection"]["profiles"]):
+        triggered.append("memory: the layout does not fit one core of any profile")
+    rep["fail_on"] = {"requested": fail_on, "triggered": triggered}
+    paths = write(rep, args.out, "report", html=not args.no_html)
+    if not args.quiet:
+        render_text.print_summary(rep, paths)
+    if rep["status"] == "interrupted":
+        return EXIT_INTERRUPTED
+    if rep["status"] != "ok":
+        return EXIT_SCRIPT_ERROR
+    return EXIT_GATE if rep["fail_on"]["triggered"] else EXIT_OK

@@ -1,0 +1,338 @@
+"""Projection at full size without materialising the model: one training step traced with
+PyTorch's FakeTensors on the ``neuron`` device.
+
+Under :func:`fake_session` every tensor a script creates is a ``FakeTensor`` (shape, dtype and
+device, no data), so an 8B-parameter model costs a few MB of host memory. A dispatch mode above
+the fake mode sees every ATen op, as the driver would on a real run, and records:
+
+- the op's :class:`~torch_neuronx.perf.Work` (the performance model's own FLOP and byte count, the
+  same function the eager path uses -- so on a model small enough to run, fake and measured FLOPs
+  agree exactly), re-costed on each instance profile by the model's roofline;
+- the bytes alive on the device: each new device storage is counted once and released when its
+  storage object dies (views share their base's storage), giving peak memory per core;
+- ``.item()`` and other data-dependent reads: a fake tensor has no value, so the read returns a
+  placeholder (False for a condition, 1 for a number) and the call site is reported as data dependence.
+
+Ordinary idioms are handled: ``torch.device("neuron")`` and ``device="neuron"`` factories
+(fake tensors may carry any device), ``model.to("neuron")`` and ``model.to(torch.bfloat16)``
+(PyTorch's ``Module.to`` sets ``param.data``, which cannot swap a fake parameter's device or
+dtype, and its swap path refuses fake parameters; the session's ``Module._apply`` replaces each
+parameter with a new one instead, keeping shared parameters shared), optimizers (their ``step()`` ends the traced
+step), and ``torch.compile`` (returns the function unchanged: the projection of a compiled
+step models the same ops as kernels of one graph, ``compiled_step_s``).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import math
+import weakref
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from torch_neuronx.eager.op_policy import HOST_CPU, engine_for
+from torch_neuronx.perf import events as ev
+from torch_neuronx.perf import report as perf_report
+from torch_neuronx.perf import roofline
+from torch_neuronx.perf import work as wk
+from torch_neuronx.perf.collectives import collective_cost
+
+from .callsite import source_line, user_site
+from .collector import StepLimitReached
+
+_SCALAR_READS = {"aten::_local_scalar_dense", "aten::item"}
+_DATA_DEP = {
+    "aten::nonzero",
+    "aten::masked_select",
+    "aten::unique",
+    "aten::_unique2",
+    "aten::unique_consecutive",
+}
+
+
+def _driver_name(func) -> str:
+    """The driver's name of an op: "aten::mm" for a default overload, else "aten::add.Tensor"."""
+    name = f"{func.namespace}::{func._opname}"
+    return name if func._overloadname == "default" else f"{name}.{func._overloadname}"
+
+
+class FakeStepRecorder(TorchDispatchMode):
+    """Records work and live device bytes of every ATen op on fake neuron tensors."""
+
+    def __init__(self):
+        super().__init__()
+        self.works: list = []
+        self.live = 0
+        self.peak = 0
+        self.data_dependence: collections.Counter = collections.Counter()
+        self.fallbacks: collections.Counter = collections.Counter()
+        self.ops = 0
+        self._tracked: set = set()
+        self.recording = True
+        # set when the traced step's optimizer step ran: reads of values (logging) still run and
+        # are reported; the next step's first device op ends the trace
+        self.stop_at_next_step = False
+
+    def end_step(self) -> None:
+        self.recording = False
+        self.stop_at_next_step = True
+
+    def _release(self, key, nbytes):
+        self._tracked.discard(key)
+        self.live -= nbytes
+
+    def _track(self, t: torch.Tensor) -> None:
+        if t.device.type != "neuron":
+            return
+        st = t.untyped_storage()
+        key = id(st)
+        if key in self._tracked:
+            return
+        n = st.nbytes()
+        self._tracked.add(key)
+        self.live += n
+        self.peak = max(self.peak, self.live)
+        weakref.finalize(st, self._release, key, n)
+
+    def reset_peak(self):
+        self.peak = self.live
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = (
+            f"aten::{func._opname}"
+            if func.namespace == "aten"
+            else f"{func.namespace}::{func._opname}"
+        )
+        if name in _SCALAR_READS:
+            t = args[0]
+            if t.device.type != "neuron":  # e.g. an optimizer's step count on the host: the fake
+                try:  # mode knows constants; anything else gets the placeholder
+                    return func(*args, **kwargs)
+                except Exception:
+                    pass
+            else:
+                self.data_dependence[user_site(3)] += 1
+            # placeholder: False for a condition (the usual path: "no NaN found"), 1 for a number
+            # (a count or step; 0 would divide by zero in e.g. Adam's bias correction)
+            return False if t.dtype == torch.bool else (1 if not t.is_floating_point() else 1.0)
+        if (
+            self.stop_at_next_step
+            and not perf_report._is_view_op(_driver_name(func))
+            and any(isinstance(a, torch.Tensor) and a.device.type == "neuron" for a in args)
+        ):
+            raise StepLimitReached(1)  # the next step's first device op: one step traced
+        out = func(*args, **kwargs)
+        flat = wk.tensors_in(out if isinstance(out, (list, tuple)) else (out,))
+        on_neuron = any(t.device.type == "neuron" for t in flat) or any(
+            isinstance(a, torch.Tensor) and a.device.type == "neuron" for a in args
+        )
+        for t in flat:
+            self._track(t)
+        if (
+            not (self.recording and on_neuron) or func.namespace != "aten"
+        ):  # prim::device etc.: no work
+            return out
+        full = _driver_name(func)
+        self.ops += 1
+        if name in _DATA_DEP:
+            self.data_dependence[user_site(3)] += 1
+        eng = engine_for(full)
+        if eng == HOST_CPU:
+            self.fallbacks[full] += 1
+            return out
+        if name in ("aten::_to_copy", "aten::copy_", "aten::_copy_from") or perf_report._is_view_op(
+            full
+        ):
+            return out
+        try:
+            self.works.append(wk.op_work(full, tuple(args), kwargs, out, eng, kind=ev.OP))
+        except Exception:  # an op the model cannot describe: counted as an op, no work
+            pass
+        return out
+
+
+@contextlib.contextmanager
+def fake_session():
+    """Everything a script creates inside is fake; yields the :class:`FakeStepRecorder`."""
+    real_compile = torch.compile
+
+    def _compile(model=None, **kw):  # returns the model unchanged (see the module doc)
+        if model is None:
+            return lambda m: m
+        return model
+
+    rec = FakeStepRecorder()
+    real_apply = torch.nn.Module._apply
+    depth = [0]
+    memo: dict = {}
+
+    def _apply(module, fn, recurse=True):
+        # PyTorch's own _apply swaps a fake parameter in place (torch.utils.swap_tensors), which
+        # fails; this one replaces each parameter with a new one (shared parameters stay
+        # shared through ``memo``), then starts the step's peak once the model is in place
+        depth[0] += 1
+        try:
+            if recurse:
+                for child in module.children():
+                    child._apply(fn)
+            for key, param in module._parameters.items():
+                if param is None:
+                    continue
+                if id(param) not in memo:
+                    with torch.no_grad():
+                        applied = fn(param)
+                    new = (
+                        param
+                        if applied is param
+                        else torch.nn.Parameter(applied, param.requires_grad)
+                    )
+                    if new is not param and param.grad is not None:
+                        with torch.no_grad():
+                            new.grad = fn(param.grad)
+                    memo[id(param)] = (param, new)
+                module._parameters[key] = memo[id(param)][1]
+            for key, buf in module._buffers.items():
+                if buf is not None:
+                    module._buffers[key] = fn(buf)
+            return module
+        finally:
+            depth[0] -= 1
+            if depth[0] == 0:
+                memo.clear()
+                rec.reset_peak()
+
+    torch.compile = _compile
+    torch.nn.Module._apply = _apply
+    try:
+        with FakeTensorMode(allow_non_fake_inputs=True):
+            with rec:
+                yield rec
+    finally:
+        torch.nn.Module._apply = real_apply
+        torch.compile = real_compile
+
+
+def project(
+    rec: FakeStepRecorder,
+    profiles: list,
+    *,
+    dp: int = 1,
+    tp: int = 1,
+    static: dict | None = None,
+    work: dict | None = None,
+) -> dict:
+    """FLOPs, bytes, peak memory per core and modeled step time per profile for a layout of
+    ``dp`` (FSDP shards) x ``tp`` (tensor-parallel) cores. An estimate; see ``assumptions``."""
+    from .build import projection_row
+
+    flops = sum(w.flops for w in rec.works)
+    nbytes = sum(w.bytes for w in rec.works)
+    static = static or {}
+    pgo = sum(static.get(k, 0) for k in ("parameters", "gradients", "optimizer_state"))
+    activations = max(rec.peak - pgo, 0)
+    per_core_mem = pgo / (dp * tp) + activations / tp
+    param_bytes = static.get("parameters", 0)
+    rows = []
+    for p in profiles:
+        t_eager = (
+            sum(roofline.cost_of(w, p.target.core, in_graph=False).duration for w in rec.works) / tp
+        )
+        t_graph = (
+            sum(
+                roofline.cost_of(_as_kernel(w), p.target.core, in_graph=True).duration
+                for w in rec.works
+            )
+            / tp
+        )
+        comm = 0.0
+        world = dp * tp
+        if dp > 1:  # FSDP: all-gather parameters (forward and backward), reduce-scatter gradients
+            ranks = list(range(0, world, tp))[:dp]
+            shard = param_bytes / tp
+            comm += 2 * collective_cost("all_gather", shard, ranks, p.target).duration
+            comm += collective_cost("reduce_scatter", shard, ranks, p.target).duration
+        if (
+            tp > 1
+        ):  # two all-reduces of the activations per layer, forward and backward: approximated
+            comm += (
+                4
+                * collective_cost(
+                    "all_reduce", max(activations / tp / 64, 1), list(range(tp)), p.target
+                ).duration
+            )
+        # each of the dp replicas runs the traced micro-batch; tp cores share one replica's work
+        row = projection_row(
+            p,
+            t_eager + comm,
+            flops / tp,
+            work,
+            compiled_s=t_graph + comm,
+            ranks=dp,
+            cores_per_replica=tp,
+        )
+        row["flops_per_core"] = flops / tp
+        row["comm_s"] = comm
+        row["fits"] = per_core_mem <= p.hbm_per_core
+        row["cores_needed"] = world
+        row["instances_needed"] = math.ceil(world / p.cores)
+        rows.append(row)
+    return {
+        "projection": True,
+        "fake": True,
+        "flops_per_step": flops,
+        "bytes_per_step": nbytes,
+        "ops": rec.ops,
+        "peak_memory_single_core": rec.peak,
+        "layout": {
+            "fsdp_degree": dp,
+            "tensor_parallel_degree": tp,
+            "memory_per_core_estimate": per_core_mem,
+            "parameters_gradients_optimizer_bytes": pgo,
+            "activations_bytes": activations,
+        },
+        "profiles": rows,
+        "data_dependence": [
+            {"site": s, "count": n, "line": source_line(s)} for s, n in rec.data_dependence.items()
+        ],
+        "fallback_ops": dict(rec.fallbacks),
+        "assumptions": [
+            "One training step traced with fake tensors; no value was computed (reads of device values return a placeholder: False or 1).",
+            "Modeled time per profile: eager = every op costed as an eager launch; compiled_step_s = the same ops as "
+            "kernels of one graph. Divided by the tensor-parallel degree; FSDP adds an all-gather of the "
+            "parameters (forward and backward) and a reduce-scatter of the gradients; tensor parallelism adds an "
+            "approximate all-reduce cost. Computation and communication are not overlapped.",
+            "Memory per core = (parameters + gradients + optimizer state) / (FSDP x TP) + activations / TP (an "
+            "estimate; the single-core peak is measured on the fake run).",
+        ],
+    }
+
+
+def _as_kernel(w):
+    import dataclasses
+
+    return dataclasses.replace(w, kind=ev.KERNEL)
+
+
+def static_bytes(params, optimizers=()) -> dict:
+    """Bytes of parameters, gradients (as many as trainable parameters) and optimizer state."""
+    seen = set()
+    p_bytes = g_bytes = 0
+    for p in params:
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        n = p.numel() * p.element_size()
+        p_bytes += n
+        if p.requires_grad:
+            g_bytes += n
+    o_bytes = 0
+    for opt in optimizers:
+        for st in opt.state.values():
+            for v in st.values():
+                if isinstance(v, torch.Tensor) and v.device.type != "cpu":
+                    o_bytes += v.numel() * v.element_size()
+    return {"parameters": p_bytes, "gradients": g_bytes, "optimizer_state": o_bytes}

@@ -1,0 +1,172 @@
+"""The modeled time of a simulated kernel: an instruction-level schedule on one NeuronCore.
+
+NKI exposes the engines directly, so its cost is modeled per instruction rather than per
+op (the roofline of ``torch_neuronx.perf`` is for whole ops):
+
+- each engine (Tensor, Vector, Scalar, GpSimd) executes its instructions in program order;
+  the engines run in parallel, synchronised only by data: an instruction starts when its
+  engine is free, the tensors it reads are written (read-after-write) and the tiles it writes
+  are done being written (write-after-write; whole-tensor granularity) [NKI1: "each engine has
+  its own instruction stream ... synchronised by semaphores"];
+- an element-wise instruction over N elements per partition takes ``max(64, N / speed-up)``
+  engine cycles on 128 lanes (two-input VectorE instructions 2N), with the 16-bit modes of
+  NeuronCore-v3/v4 (``perf.roofline.element_rate``; MIN_II ~64 cycles [SHARED]);
+- ``nc_matmul`` takes ``max(N, 64)`` TensorE cycles for N moving columns [NKI1], 4x for fp32
+  inputs and half for fp8 double-row mode [SCHEMA, NKI2];
+- DMA: transfers share the core's DMA bandwidth (16 engines, 368 GB/s per NeuronCore-v3
+  [DMA]) and each completes ~1.3 us after it is issued [DMA];
+- SPMD programs are placed round-robin on the physical cores of the logical core (LNC=2: two
+  programs run in parallel, as ``kernel[2]`` does on hardware); plus one launch overhead
+  (``perf.params.eager_launch_s``).
+
+Not modeled: write-after-read hazards (tiles are assumed renamed), SBUF/PSUM bank conflicts,
+DMA descriptor generation, access-pattern stride penalties, TensorE warm-up/throttling.
+The figures come from ``torch_neuronx.runtime.hardware`` (each with its public source).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from torch_neuronx.runtime import hardware
+
+ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
+
+
+@functools.lru_cache(maxsize=8)
+def _core(generation: str, lnc: int):
+    return hardware.logical_core(generation, lnc)
+
+
+def _lnc() -> int:
+    try:
+        from torch_neuronx.runtime import topology
+
+        return int(topology.current().lnc)
+    except Exception:  # topology unreadable: one physical core per logical core
+        return 1
+
+
+class Timeline:
+    """Per physical core: when each engine is free; per storage: when its data is ready."""
+
+    def __init__(self, generation: str):
+        self.lnc = _lnc()
+        self.core = _core(generation, self.lnc)
+        c = self.core.core
+        self.min_ii = float(c.mm_init_cycles)
+        self.clock = {
+            "tensor": float(c.tensor_clock),
+            "vector": float(c.vector_clock),
+            "scalar": float(c.scalar_clock),
+            "gpsimd": float(c.gpsimd_clock),
+        }
+        self.dma_bw = float(c.dma_bw)  # one physical core's DMA engines
+        self.dma_latency = float(hardware.DMA_FIXED_LATENCY)
+        self.free = [dict.fromkeys(ENGINES, 0.0) for _ in range(self.lnc)]
+        self.busy = dict.fromkeys(ENGINES, 0.0)
+        self.end = 0.0
+        self.core_index = 0
+        self._rates = {}
+
+    def program(self, index: int):
+        self.core_index = index % self.lnc
+
+    def element_seconds(self, engine: str, free: int, inputs: int, bits: int) -> float:
+        key = (engine, inputs, bits)
+        per = self._rates.get(key)
+        if per is None:
+            from torch_neuronx.perf import roofline
+
+            rate = roofline.element_rate(self.core, engine, inputs, bits) / self.lnc  # one core
+            clock = self.clock.get(engine, self.clock["vector"])
+            per = self._rates[key] = (128.0 / rate, self.min_ii / clock)  # s per element, MIN_II
+        return max(per[1], free * per[0])
+
+    def matmul_seconds(self, n: int, bits: int, double_row: bool = False) -> float:
+        cycles = max(float(n), self.min_ii)
+        if bits >= 32:
+            cycles *= 4  # FP32 costs 4x BF16 time [SCHEMA]
+        elif double_row:
+            cycles /= 2
+        return cycles / self.clock["tensor"]
+
+    def issue(self, engine: str, seconds: float, reads, writes, dma: bool = False) -> float:
+        free = self.free[self.core_index]
+        deps = 0.0
+        for s in reads:
+            r = s.ready
+            if r > deps:
+                deps = r
+        for s in writes:  # write-after-write on tiles; HBM writes go to disjoint regions
+            if s.rec is not None:
+                r = s.ready
+                if r > deps:
+                    deps = r
+        start = max(free[engine], deps)
+        if dma:
+            free[engine] = start + seconds  # bandwidth is busy for bytes / bandwidth
+            end = free[engine] + self.dma_latency
+        else:
+            end = free[engine] = start + seconds
+        self.busy[engine] += seconds
+        for s in writes:
+            s.ready = end
+        if end > self.end:
+            self.end = end
+        return end
+
+
+def model(ex):
+    """(modeled seconds, {engine: busy seconds}) of the launch."""
+    from torch_neuronx.perf import params
+
+    tl = ex.timeline
+    overhead = params.current().eager_launch_s
+    return tl.end + overhead, {k: v for k, v in tl.busy.items() if v > 0}
+
+
+def kernel_cost(ex, report):
+    from torch_neuronx.perf import events as ev
+    from torch_neuronx.perf import params
+
+    busy = report.modeled_busy
+    engine = max(busy, key=busy.get) if busy else ev.VECTOR
+    overhead = params.current().eager_launch_s
+    compute = max((v for k, v in busy.items() if k != "dma"), default=0.0)
+    memory = busy.get("dma", 0.0)
+    bound = (
+        "launch"
+        if overhead > report.modeled_seconds - overhead
+        else ("compute" if compute >= memory else "memory")
+    )
+    g = f"[{','.join(map(str, report.grid))}]" if report.grid else ""
+    return ev.Cost(
+        kind=ev.KERNEL,
+        name=f"nki:{report.name}{g}",
+        engine=engine,
+        duration=report.modeled_seconds,
+        flops=report.tensor_flops,
+        bytes=float(report.dma_bytes),
+        compute_s=compute,
+        memory_s=memory,
+        overhead_s=overhead,
+        bound=bound,
+        detail=f"{report.total_instructions} NKI instructions: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(report.instructions.items())),
+        busy=tuple(sorted(busy.items())),
+    )
+
+
+def charge(ex, report):
+    """Put the launch on its device's modeled timeline when somebody measures (a device
+    event for ``torch_neuronx.perf.measure`` and the profiler)."""
+    try:
+        from torch_neuronx import perf
+    except Exception:  # the performance model is not importable: counts only
+        return
+    if not perf.recording():
+        return
+    dev = ex.device
+    index = dev.index if dev is not None and dev.index is not None else max(ex.route, 0)
+    perf.record(index, kernel_cost(ex, report))

@@ -1,0 +1,178 @@
+"""NKI data types as torch dtypes.
+
+Every NKI dtype that torch can store *is* the torch dtype (``nl.bfloat16 is torch.bfloat16``),
+so kernel code can pass either. Two NKI types have no torch twin:
+
+- ``tfloat32`` is stored as float32; the Tensor Engine reads it with a 10-bit mantissa.
+- ``float8_e4m3`` (legacy IEEE-style e4m3 with infinities) is stored as torch's
+  ``float8_e4m3fn`` (no infinities, max 448): values that would be inf saturate to NaN.
+
+The packed MX types (``float8_e5m2_x4``, ``float8_e4m3fn_x4``, ``float4_e2m1fn_x4``) exist
+as names; using them is an error (``nc_matmul_mx`` / ``quantize_mx`` are not simulated).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .errors import NkiUnsupportedError, NkiValidationError
+
+
+class _NkiOnlyDType:
+    """An NKI dtype without an exact torch counterpart: stored as ``storage``."""
+
+    def __init__(self, name: str, storage: torch.dtype | None, bits: int):
+        self.name = name
+        self.storage = storage
+        self.bits = bits
+
+    def __repr__(self) -> str:
+        return f"nl.{self.name}"
+
+    @property
+    def itemsize(self) -> int:
+        return self.bits // 8
+
+    @property
+    def is_floating_point(self) -> bool:
+        return True
+
+
+bool_ = torch.bool
+int8 = torch.int8
+int16 = torch.int16
+int32 = torch.int32
+uint8 = torch.uint8
+uint16 = torch.uint16
+uint32 = torch.uint32
+float16 = torch.float16
+float32 = torch.float32
+bfloat16 = torch.bfloat16
+tfloat32 = _NkiOnlyDType("tfloat32", torch.float32, 32)
+float8_e4m3 = _NkiOnlyDType("float8_e4m3", torch.float8_e4m3fn, 8)
+float8_e4m3fn = torch.float8_e4m3fn
+float8_e5m2 = torch.float8_e5m2
+float8_e8m0fnu = torch.float8_e8m0fnu
+float8_e5m2_x4 = _NkiOnlyDType("float8_e5m2_x4", None, 32)
+float8_e4m3fn_x4 = _NkiOnlyDType("float8_e4m3fn_x4", None, 32)
+float4_e2m1fn_x4 = _NkiOnlyDType("float4_e2m1fn_x4", None, 16)
+
+_BY_NAME = {
+    "bool": bool_,
+    "bool_": bool_,
+    "int8": int8,
+    "int16": int16,
+    "int32": int32,
+    "uint8": uint8,
+    "uint16": uint16,
+    "uint32": uint32,
+    "float16": float16,
+    "float32": float32,
+    "bfloat16": bfloat16,
+    "tfloat32": tfloat32,
+    "float8_e4m3": float8_e4m3,
+    "float8_e4m3fn": float8_e4m3fn,
+    "float8_e5m2": float8_e5m2,
+    "float8_e8m0fnu": float8_e8m0fnu,
+}
+
+#: dtypes an HBM argument may have (what the NeuronCore's engines and DMA can move)
+SUPPORTED_TORCH = frozenset(
+    {
+        torch.bool,
+        torch.int8,
+        torch.int16,
+        torch.int32,
+        torch.uint8,
+        torch.uint16,
+        torch.uint32,
+        torch.float16,
+        torch.float32,
+        torch.bfloat16,
+        torch.float8_e4m3fn,
+        torch.float8_e5m2,
+        torch.float8_e8m0fnu,
+    }
+)
+
+FP8 = frozenset({torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e8m0fnu})
+
+
+def normalize(dtype):
+    """The NKI dtype for ``dtype`` (a torch dtype, an NKI-only dtype or a name)."""
+    if dtype in SUPPORTED_TORCH:
+        return dtype
+    if isinstance(dtype, torch.dtype):
+        if dtype not in SUPPORTED_TORCH:
+            raise NkiValidationError(
+                f"dtype {dtype} is not an NKI data type (supported: bool, int8/16/32, uint8/16/32, "
+                f"float16, bfloat16, float32, tfloat32, float8_e4m3/e4m3fn/e5m2/e8m0fnu)"
+            )
+        return dtype
+    if isinstance(dtype, _NkiOnlyDType):
+        if dtype.storage is None:
+            raise NkiUnsupportedError(
+                f"nl.{dtype.name} is a packed MX data type used only by nki.isa.nc_matmul_mx / "
+                f"quantize_mx on NeuronCore-v4, which this simulator does not implement"
+            )
+        return dtype
+    if isinstance(dtype, str):
+        name = dtype.replace("nl.", "")
+        if name in _BY_NAME:
+            return _BY_NAME[name]
+    raise NkiValidationError(f"{dtype!r} is not an NKI data type")
+
+
+def storage_dtype(dtype) -> torch.dtype:
+    """The torch dtype that holds values of NKI dtype ``dtype``."""
+    d = normalize(dtype)
+    return d.storage if isinstance(d, _NkiOnlyDType) else d
+
+
+_ITEMSIZE = {}
+
+
+def itemsize(dtype) -> int:
+    n = _ITEMSIZE.get(dtype)
+    if n is None:
+        n = _ITEMSIZE[dtype] = normalize(dtype).itemsize
+    return n
+
+
+def is_float(dtype) -> bool:
+    d = normalize(dtype)
+    return isinstance(d, _NkiOnlyDType) or d.is_floating_point
+
+
+def is_int(dtype) -> bool:
+    d = normalize(dtype)
+    return not isinstance(d, _NkiOnlyDType) and not d.is_floating_point and d is not torch.bool
+
+
+def name(dtype) -> str:
+    d = normalize(dtype)
+    if isinstance(d, _NkiOnlyDType):
+        return d.name
+    return str(d).replace("torch.", "")
+
+
+def is_fp32_class(dtype) -> bool:
+    """float32 or tfloat32 (the Tensor Engine pairs them only with each other)."""
+    d = normalize(dtype)
+    return d is torch.float32 or d is tfloat32
+
+
+#: uninitialised on-chip memory: NaN for floats, this byte pattern for integers (0xA5 in
+#: every byte, e.g. int32 -1515870811) so that reads of unwritten memory stand out
+UNINIT_BYTE = 0xA5
+
+
+def uninit_value(dtype):
+    d = storage_dtype(dtype)
+    if d.is_floating_point:
+        return float("nan")
+    if d is torch.bool:
+        return True
+    nbytes = torch.empty((), dtype=d).element_size()
+    raw = int.from_bytes(bytes([UNINIT_BYTE]) * nbytes, "little", signed=d.is_signed)
+    return raw

@@ -1,0 +1,158 @@
+"""What every simulated ISA instruction does before and around its math: operand checks
+(kind, buffer, partitions, sizes, dtypes), live-range and PSUM-state bookkeeping, write
+permission, and the cost record. The math itself is one torch op per instruction."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from . import dtypes
+from .alloc import touch
+from .errors import NkiMutationError, fail
+from .tensor import IndexedTensor, MemoryRegion, NkiTensor
+
+SBUF, PSUM = MemoryRegion.sbuf, MemoryRegion.psum
+HBM = (MemoryRegion.private_hbm, MemoryRegion.shared_hbm)
+ON_CHIP = (SBUF, PSUM)
+SBUF_ONLY = (SBUF,)
+PSUM_ONLY = (PSUM,)
+DMA_OK = (SBUF,) + HBM
+
+_BUF_NAMES = {
+    SBUF: "SBUF",
+    PSUM: "PSUM",
+    MemoryRegion.private_hbm: "HBM",
+    MemoryRegion.shared_hbm: "shared HBM",
+}
+
+
+def _where(allowed) -> str:
+    names = []
+    for b in allowed:
+        n = _BUF_NAMES[b]
+        if n not in names:
+            names.append(n)
+    return " or ".join(names)
+
+
+def operand(ex, opcode: str, role: str, x, allowed, write: bool = False, psum_state: bool = True):
+    if not isinstance(x, (NkiTensor, IndexedTensor)):
+        fail(f"nisa.{opcode}: {role} must be an NKI tensor, got {type(x).__name__} ({x!r})")
+    st = x.storage
+    buf = st.buffer
+    if buf not in allowed:
+        fail(f"nisa.{opcode}: {role} must be in {_where(allowed)}, but it is in {_BUF_NAMES[buf]}")
+    if st.rec is not None:
+        touch(ex, st)
+    (ex.writes if write else ex.reads).append(st)
+    if write:
+        if st.readonly is not None:
+            fail(
+                f"nisa.{opcode} writes to {st.readonly}, which is not declared mutable: add it "
+                f"to mutates_args of the nki_op (or write the result to a new output tensor)",
+                NkiMutationError,
+            )
+        if buf is PSUM and psum_state:  # a non-matmul write ends accumulation, value-initialises
+            st.mm_live.clear()
+            st.mm_ever.clear()
+            st.value_init = True
+    elif buf is PSUM and psum_state:
+        st.mm_live.clear()  # evicting PSUM closes its accumulation groups (auto mode)
+    return x
+
+
+def scalar_or_vector(
+    ex, opcode: str, role: str, v, data, fp32_only: bool = False, allow_none: bool = False
+):
+    """A compile-time scalar, or an on-chip ``(P, 1)`` vector broadcast along the free dims:
+    returns a float or a tensor broadcastable to ``data.shape`` (None when compute is off)."""
+    if v is None:
+        if allow_none:
+            return None
+        fail(f"nisa.{opcode}: {role} is required")
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    if isinstance(v, bool):
+        return float(v)
+    operand(ex, opcode, role, v, ON_CHIP)
+    if v.partitions != data.partitions or v.free_size != 1:
+        fail(
+            f"nisa.{opcode}: {role} must be a scalar or a tile of shape ({data.partitions}, 1) "
+            f"(one value per partition), got shape {v.shape}"
+        )
+    if fp32_only and v.dtype is not torch.float32:
+        fail(
+            f"nisa.{opcode}: {role} must be float32 (the engine reads scalar operands as fp32), "
+            f"got {dtypes.name(v.dtype)}"
+        )
+    if not ex.compute:
+        return None
+    t = v.read().float().reshape((data.partitions,) + (1,) * (len(data.shape) - 1))
+    return t
+
+
+def same_partitions(opcode, a_role, a, b_role, b):
+    if a.partitions != b.partitions:
+        fail(
+            f"nisa.{opcode}: {a_role} has {a.partitions} partitions but {b_role} has "
+            f"{b.partitions}; they must match"
+        )
+
+
+def same_free(opcode, a_role, a, b_role, b):
+    if a.free_size != b.free_size:
+        fail(
+            f"nisa.{opcode}: {a_role} has {a.free_size} elements per partition (shape {a.shape}) "
+            f"but {b_role} has {b.free_size} (shape {b.shape}); they must match"
+        )
+
+
+def require_int(opcode, op, **tiles):
+    for role, t in tiles.items():
+        if t is not None and not dtypes.is_int(t.dtype):
+            fail(
+                f"nisa.{opcode}: bitvec operator nl.{op.name} needs integer tiles; {role} is "
+                f"{dtypes.name(t.dtype)}"
+            )
+
+
+def f32(x, mask=None) -> torch.Tensor:
+    v = x.read(mask)
+    return v if v.dtype is torch.float32 else v.float()
+
+
+def write(dst, value: torch.Tensor, mask=None):
+    if value.shape != dst.shape:
+        value = value.reshape(dst.shape)
+    dst.write(value, mask)
+
+
+def record(ex, engine: str, x, inputs: int = 1, seconds=None):
+    """Count the instruction on ``engine`` and place it on the modeled schedule (an
+    element-wise instruction over ``x``'s elements per partition unless ``seconds`` given)."""
+    st = ex.stats
+    st.instructions[engine] = st.instructions.get(engine, 0) + 1
+    el = st.elements
+    el[engine] = el.get(engine, 0) + x.partitions * x.free_size
+    tl = ex.timeline
+    if tl is not None:
+        if seconds is None:
+            seconds = tl.element_seconds(engine, x.free_size, inputs, 8 * dtypes.itemsize(x.dtype))
+        tl.issue(engine, seconds, ex.reads, ex.writes)
+
+
+def record_dma(ex, nbytes: int):
+    """Count one DMA transfer of ``nbytes`` and place it on the modeled schedule."""
+    st = ex.stats
+    st.instructions["dma"] = st.instructions.get("dma", 0) + 1
+    st.dma_bytes += nbytes
+    st.dma_transfers += 1
+    tl = ex.timeline
+    if tl is not None:
+        tl.issue("dma", nbytes / tl.dma_bw, ex.reads, ex.writes, dma=True)
+
+
+def numel(x) -> int:
+    return math.prod(x.shape)

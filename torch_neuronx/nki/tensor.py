@@ -1,0 +1,852 @@
+"""NKI tensors: strided views over a storage in HBM, SBUF or PSUM.
+
+A :class:`Storage` is the memory (one flat torch tensor): for HBM, the device memory of a
+neuron tensor seen through its host alias (no copy); for SBUF/PSUM, a host tensor laid out
+partition-major (``partitions x elements-per-partition``). An :class:`NkiTensor` is a view:
+``shape``, ``strides`` and ``offset`` in elements over that storage, exactly NKI's model
+(``offset + sum(strides[k] * i_k)``). Views are free; instructions read and write them as
+``torch.as_strided`` views, so an instruction is one vectorised torch operation.
+
+Legacy index expressions (``nl.arange``/``nl.mgrid``, e.g. ``a[i * 128 + ix, iy]``) give an
+:class:`IndexedTensor`, read and written through element positions (gather/scatter).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+
+import torch
+
+from . import dtypes
+from .errors import NkiUnsupportedError, fail
+
+
+class MemoryRegion(enum.Enum):
+    """Memory region constants for NKI tensors."""
+
+    sbuf = "sbuf"
+    psum = "psum"
+    private_hbm = "private_hbm"
+    shared_hbm = "shared_hbm"
+
+    @property
+    def on_chip(self) -> bool:
+        return self in (MemoryRegion.sbuf, MemoryRegion.psum)
+
+    @property
+    def is_hbm(self) -> bool:
+        return not self.on_chip
+
+    def __repr__(self) -> str:
+        return f"nl.{self.value}"
+
+
+def buffer_of(buffer) -> MemoryRegion:
+    if isinstance(buffer, MemoryRegion):
+        return buffer
+    if isinstance(buffer, str):
+        key = {"hbm": "private_hbm"}.get(buffer, buffer)
+        try:
+            return MemoryRegion(key)
+        except ValueError:
+            pass
+    fail(
+        f"{buffer!r} is not an NKI buffer; use nl.sbuf, nl.psum, nl.hbm (private_hbm) or "
+        f"nl.shared_hbm"
+    )
+
+
+class Storage:
+    """One allocation. On-chip storages carry their live range for the capacity rules."""
+
+    __slots__ = (
+        "buffer",
+        "dtype",
+        "flat",
+        "partitions",
+        "partition_elems",
+        "name",
+        "rec",
+        "readonly",
+        "owner",
+        "arg_name",
+        "mm_live",
+        "mm_ever",
+        "value_init",
+        "ready",
+        "release",
+        "__weakref__",
+    )
+
+    def __init__(
+        self,
+        buffer: MemoryRegion,
+        dtype,
+        flat: torch.Tensor,
+        partitions: int = 0,
+        partition_elems: int = 0,
+        name: str = "",
+        owner=None,
+    ):
+        self.buffer = buffer
+        self.dtype = dtype
+        self.flat = flat
+        self.partitions = partitions
+        self.partition_elems = partition_elems
+        self.name = name
+        self.rec = None  # on-chip: the tile's live-range record (kept after the storage dies)
+        self.readonly = None  # "'x' of nki_op 'ns::op'" when writes are forbidden
+        self.owner = owner  # the torch tensor that holds an HBM storage
+        self.arg_name = ""
+        self.mm_live = set()  # PSUM: views in an open matmul accumulation group
+        self.mm_ever = set()  # PSUM: views initialised by a matmul (accumulate=True is legal)
+        self.value_init = False  # PSUM: last written by a non-matmul instruction
+        self.ready = 0.0  # modeled time its last write completes
+        self.release = None  # returns an on-chip tile's memory to the allocator's pool
+
+    def __del__(self):
+        release = self.release
+        if release is not None:
+            try:
+                release(self.flat)
+            except Exception:  # interpreter shutdown: the pool may already be gone
+                pass
+
+    @property
+    def bytes_per_partition(self) -> int:
+        return self.partition_elems * dtypes.itemsize(self.dtype)
+
+    def describe(self) -> str:
+        label = self.name or (self.arg_name and f"argument '{self.arg_name}'") or "tile"
+        return label
+
+
+class _Base:
+    """What NkiTensor and IndexedTensor share: metadata and the arithmetic operators."""
+
+    __slots__ = ()
+
+    @property
+    def buffer(self) -> MemoryRegion:
+        return self.storage.buffer
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def partitions(self) -> int:
+        return self.shape[0]
+
+    @property
+    def free_size(self) -> int:
+        fs = self._fs
+        if fs is None:
+            fs = self._fs = math.prod(self.shape[1:])
+        return fs
+
+    def __iter__(self):
+        raise TypeError("NKI tensors are not iterable; index them or loop over nl.affine_range")
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __bool__(self):
+        raise TypeError(
+            "the truth value of an NKI tensor is only known on the device; use "
+            "nl.where / nisa.affine_select for data-dependent choices"
+        )
+
+    # elementwise operators: the nki.language functions (one instruction each)
+    def _lang(self):
+        from .language import math as m
+
+        return m
+
+    def __add__(self, o):
+        return self._lang().add(self, o)
+
+    def __radd__(self, o):
+        return self._lang().add(o, self)
+
+    def __sub__(self, o):
+        return self._lang().subtract(self, o)
+
+    def __rsub__(self, o):
+        return self._lang().subtract(o, self)
+
+    def __mul__(self, o):
+        return self._lang().multiply(self, o)
+
+    def __rmul__(self, o):
+        return self._lang().multiply(o, self)
+
+    def __truediv__(self, o):
+        return self._lang().divide(self, o)
+
+    def __rtruediv__(self, o):
+        return self._lang().divide(o, self)
+
+    def __pow__(self, o):
+        return self._lang().power(self, o)
+
+    def __neg__(self):
+        return self._lang().negative(self)
+
+    def __abs__(self):
+        return self._lang().abs(self)
+
+
+class NkiTensor(_Base):
+    """NKI tensor: a strided view (``shape``, ``strides``, ``offset`` in elements) of a storage."""
+
+    __slots__ = ("storage", "dtype", "flat", "shape", "strides", "offset", "name", "_t", "_fs")
+
+    def __init__(self, shape, dtype, storage, buffer=None, name: str = ""):
+        # public constructor (AWS signature): bind a contiguous view to an existing storage
+        if not isinstance(storage, Storage):
+            raise NkiUnsupportedError(
+                "NkiTensor(shape, dtype, storage) needs a storage from an existing NkiTensor "
+                "(t.storage); create new tensors with nl.ndarray"
+            )
+        shape = tuple(int(s) for s in shape)
+        self._init(storage, storage.flat, dtype, shape, _contiguous(shape), 0, name)
+
+    def _init(self, storage, flat, dtype, shape, strides, offset, name=""):
+        self.storage = storage
+        self.flat = flat
+        self.dtype = dtype
+        self.shape = shape
+        self.strides = strides
+        self.offset = offset
+        self.name = name or storage.name
+        self._t = None
+        self._fs = None
+        return self
+
+    @classmethod
+    def _view(cls, base: NkiTensor, shape, strides, offset, flat=None, dtype=None):
+        t = object.__new__(cls)
+        return t._init(
+            base.storage,
+            base.flat if flat is None else flat,
+            base.dtype if dtype is None else dtype,
+            tuple(shape),
+            tuple(strides),
+            int(offset),
+            base.name,
+        )
+
+    def __repr__(self) -> str:
+        n = f" '{self.name}'" if self.name else ""
+        return (
+            f"NkiTensor{n}(shape={self.shape}, dtype={dtypes.name(self.dtype)}, "
+            f"buffer={self.buffer.value})"
+        )
+
+    # ---- values (used by instructions)
+    @property
+    def tensor(self) -> torch.Tensor:
+        """The torch view of this tensor's elements (no copy)."""
+        t = self._t
+        if t is None:
+            t = self._t = self.flat.as_strided(self.shape, self.strides, self.offset)
+        return t
+
+    def read(self, mask=None) -> torch.Tensor:
+        return self.tensor
+
+    def write(self, value, mask=None):
+        t = self.tensor
+        if (
+            0 in self.strides
+            and self.size > 1
+            and any(s == 0 and n > 1 for s, n in zip(self.strides, self.shape, strict=False))
+        ):
+            fail(f"cannot write through a broadcast view {self.shape} (stride 0)")
+        if mask is None:
+            if isinstance(value, torch.Tensor) and value.shape != t.shape:
+                value = value.reshape(t.shape) if value.numel() == t.numel() else value
+            t.copy_(value)
+        else:
+            v = value if isinstance(value, torch.Tensor) else torch.tensor(value)
+            t.copy_(torch.where(mask, v.to(t.dtype), t))
+
+    # ---- layout queries
+    def is_contiguous(self) -> bool:
+        dims = range(1, self.ndim) if self.buffer.on_chip else range(self.ndim)
+        expected = 1
+        for d in reversed(list(dims)):
+            if self.shape[d] != 1 and self.strides[d] != expected:
+                return False
+            expected *= self.shape[d]
+        return True
+
+    def get_pattern(self) -> list:
+        return [[s, n] for s, n in zip(self.strides, self.shape, strict=False)]
+
+    def is_indirect(self) -> bool:
+        return False
+
+    # ---- views
+    def __getitem__(self, key) -> NkiTensor:
+        if not isinstance(key, tuple):
+            key = (key,)
+        for k in key:
+            if k.__class__ is _Idx():
+                return IndexedTensor.make(self, key)
+        nd = self.ndim
+        n_ell = sum(1 for k in key if k is Ellipsis)
+        if n_ell > 1:
+            fail("an index can only have a single ellipsis ('...')")
+        given = len(key) - n_ell
+        if given > nd:
+            fail(f"too many indices ({given}) for a {nd}-D tensor of shape {self.shape}")
+        if n_ell:
+            i = key.index(Ellipsis)
+            key = key[:i] + (slice(None),) * (nd - given) + key[i + 1 :]
+        else:
+            key = key + (slice(None),) * (nd - given)
+        on_chip = self.buffer.on_chip
+        shape, strides, kept_dims = [], [], []
+        dropped = []
+        offset = self.offset
+        for d, k in enumerate(key):
+            size, st = self.shape[d], self.strides[d]
+            if isinstance(k, bool):
+                fail(f"boolean index on dim {d} is not supported")
+            if isinstance(k, int) or (hasattr(k, "__index__") and not isinstance(k, slice)):
+                i = int(k)
+                if i < 0:
+                    i += size
+                if not 0 <= i < size:
+                    fail(
+                        f"index {int(k)} is out of bounds for dim {d} of size {size} "
+                        f"(tensor shape {self.shape}); out-of-bounds access needs a mask",
+                    )
+                offset += i * st
+                if on_chip and d == 0:
+                    shape.append(1)
+                    strides.append(st)
+                    kept_dims.append(d)
+                else:
+                    dropped.append((d, st))
+            elif isinstance(k, slice):
+                step = 1 if k.step is None else int(k.step)
+                if step <= 0:
+                    fail(f"slice step must be positive (got {step}) on dim {d}")
+                start = 0 if k.start is None else int(k.start)
+                stop = size if k.stop is None else int(k.stop)
+                if start < 0:
+                    start += size
+                if stop < 0:
+                    stop += size
+                if start < 0 or stop > size or start >= stop:
+                    fail(
+                        f"slice {start}:{stop} is out of bounds for dim {d} of size {size} "
+                        f"(tensor shape {self.shape}); out-of-bounds access needs a mask"
+                    )
+                n = (stop - start + step - 1) // step
+                offset += start * st
+                shape.append(n)
+                strides.append(st * step)
+                kept_dims.append(d)
+            else:
+                fail(
+                    f"unsupported index {k!r} on dim {d}: use integers, slices, '...', nl.ds or "
+                    f"nl.arange/nl.mgrid expressions"
+                )
+        min_nd = 2 if on_chip else 1
+        if len(shape) < min_nd and dropped:
+            # keep the last dropped (free) dims at size 1 so the view stays >= min_nd-D
+            need = min_nd - len(shape)
+            restore = dropped[-need:]
+            pairs = sorted(
+                list(zip(kept_dims, shape, strides, strict=False))
+                + [(d, 1, st) for d, st in restore]
+            )
+            shape = [p[1] for p in pairs]
+            strides = [p[2] for p in pairs]
+        return NkiTensor._view(self, shape, strides, offset)
+
+    def __setitem__(self, key, value):
+        from .language import memory
+
+        memory.assign(self[key], value)
+
+    def slice(self, dim: int, start: int, end: int, step: int = 1) -> NkiTensor:
+        key = [slice(None)] * self.ndim
+        key[_dim(self, dim)] = slice(start, end, step)
+        return self[tuple(key)]
+
+    def select(self, dim: int, index) -> NkiTensor:
+        if not isinstance(index, int):
+            raise NkiUnsupportedError(
+                "dynamic NkiTensor.select (a runtime index from an SBUF tensor or register) is not "
+                "simulated; use a static integer index"
+            )
+        dim = _dim(self, dim)
+        if self.buffer.on_chip and dim == 0:
+            fail("select on the partition dim (0) of an on-chip tensor is not allowed")
+        if not 0 <= index < self.shape[dim]:
+            fail(f"select index {index} is out of bounds for dim {dim} of size {self.shape[dim]}")
+        shape = self.shape[:dim] + self.shape[dim + 1 :]
+        strides = self.strides[:dim] + self.strides[dim + 1 :]
+        return NkiTensor._view(self, shape, strides, self.offset + index * self.strides[dim])
+
+    def vector_select(self, dim, vector_offset):
+        raise NkiUnsupportedError(
+            "NkiTensor.vector_select (indirect per-partition addressing) is not simulated"
+        )
+
+    def indirect(self, index, num_elem=None):
+        raise NkiUnsupportedError(
+            "NkiTensor.indirect (NeuronCore-v4 tensor indirection) is not simulated"
+        )
+
+    def permute(self, dims) -> NkiTensor:
+        dims = tuple(int(d) for d in dims)
+        if sorted(dims) != list(range(self.ndim)):
+            fail(f"permute dims {dims} are not a permutation of range({self.ndim})")
+        if self.buffer.on_chip and dims[0] != 0:
+            fail(
+                f"permute {dims} moves the partition dim of an on-chip tensor; moving data "
+                f"across partitions needs a transpose (nisa.nc_transpose / dma_transpose)"
+            )
+        return NkiTensor._view(
+            self, [self.shape[d] for d in dims], [self.strides[d] for d in dims], self.offset
+        )
+
+    def broadcast(self, dim: int, size: int) -> NkiTensor:
+        dim = _dim(self, dim)
+        if self.shape[dim] != 1:
+            fail(f"broadcast needs a size-1 dim; dim {dim} has size {self.shape[dim]}")
+        if self.buffer.on_chip and dim == 0:
+            fail(
+                "broadcast of the partition dim of an on-chip tensor needs a physical copy "
+                "(nl.broadcast_to)"
+            )
+        shape = list(self.shape)
+        strides = list(self.strides)
+        shape[dim], strides[dim] = int(size), 0
+        return NkiTensor._view(self, shape, strides, self.offset)
+
+    def expand_dim(self, dim: int) -> NkiTensor:
+        dim = int(dim) if dim >= 0 else self.ndim + 1 + int(dim)
+        if self.buffer.on_chip and dim == 0:
+            fail("expand_dim cannot insert a dim before the partition dim of an on-chip tensor")
+        shape = list(self.shape)
+        strides = list(self.strides)
+        shape.insert(dim, 1)
+        strides.insert(dim, strides[dim] if dim < len(strides) else 1)
+        return NkiTensor._view(self, shape, strides, self.offset)
+
+    def squeeze_dim(self, dim: int) -> NkiTensor:
+        dim = _dim(self, dim)
+        if self.shape[dim] != 1:
+            fail(f"squeeze_dim needs a size-1 dim; dim {dim} has size {self.shape[dim]}")
+        if self.buffer.on_chip and dim == 0:
+            fail("squeeze_dim cannot remove the partition dim of an on-chip tensor")
+        return NkiTensor._view(
+            self,
+            self.shape[:dim] + self.shape[dim + 1 :],
+            self.strides[:dim] + self.strides[dim + 1 :],
+            self.offset,
+        )
+
+    def reshape_dim(self, dim: int, shape) -> NkiTensor:
+        dim = _dim(self, dim)
+        shape = list(int(s) for s in shape)
+        if shape.count(-1) > 1:
+            fail("reshape_dim: at most one -1")
+        if -1 in shape:
+            rest = math.prod(s for s in shape if s != -1)
+            shape[shape.index(-1)] = self.shape[dim] // rest if rest else 0
+        if math.prod(shape) != self.shape[dim]:
+            fail(f"reshape_dim: {tuple(shape)} does not have {self.shape[dim]} elements")
+        if self.buffer.on_chip and dim == 0 and len([s for s in shape if s != 1]) > 1:
+            fail("reshape_dim cannot split the partition dim of an on-chip tensor")
+        st = self.strides[dim]
+        new_strides = []
+        acc = st
+        for s in reversed(shape):
+            new_strides.insert(0, acc)
+            acc *= s
+        return NkiTensor._view(
+            self,
+            self.shape[:dim] + tuple(shape) + self.shape[dim + 1 :],
+            self.strides[:dim] + tuple(new_strides) + self.strides[dim + 1 :],
+            self.offset,
+        )
+
+    def flatten_dims(self, start_dim: int, end_dim: int) -> NkiTensor:
+        a, b = _dim(self, start_dim), _dim(self, end_dim)
+        if self.buffer.on_chip and a == 0:
+            fail("flatten_dims cannot merge the partition dim of an on-chip tensor")
+        for k in range(a, b):
+            merged = self.strides[k + 1] * self.shape[k + 1]
+            if self.shape[k + 1] != 1 and self.shape[k] != 1 and self.strides[k] != merged:
+                fail(
+                    f"flatten_dims({a}, {b}): dims are not contiguous in memory "
+                    f"(strides {self.strides})"
+                )
+        n = math.prod(self.shape[a : b + 1])
+        inner = next((self.strides[k] for k in range(b, a - 1, -1) if self.shape[k] != 1), 1)
+        return NkiTensor._view(
+            self,
+            self.shape[:a] + (n,) + self.shape[b + 1 :],
+            self.strides[:a] + (inner,) + self.strides[b + 1 :],
+            self.offset,
+        )
+
+    def reshape(self, shape) -> NkiTensor:
+        if isinstance(shape, int):
+            shape = (shape,)
+        shape = [int(s) for s in shape]
+        if shape.count(-1) == 1:
+            rest = math.prod(s for s in shape if s != -1)
+            shape[shape.index(-1)] = self.size // rest if rest else 0
+        if math.prod(shape) != self.size:
+            fail(
+                f"cannot reshape a tensor of shape {self.shape} ({self.size} elements) to "
+                f"{tuple(shape)}"
+            )
+        if self.buffer.on_chip:
+            if shape[0] != self.shape[0]:
+                fail(
+                    f"reshape {self.shape} -> {tuple(shape)} changes the partition dim of an "
+                    f"on-chip tensor; moving data across partitions needs a physical copy"
+                )
+            if not self.is_contiguous():
+                fail(f"reshape of a non-contiguous view (strides {self.strides}) is not a view")
+            free = _contiguous(tuple(shape[1:]))
+            return NkiTensor._view(self, shape, (self.strides[0],) + free, self.offset)
+        if not self.is_contiguous():
+            fail(f"reshape of a non-contiguous HBM view (strides {self.strides}) is not a view")
+        return NkiTensor._view(self, shape, _contiguous(tuple(shape)), self.offset)
+
+    def rearrange(self, src_pattern, dst_pattern, fixed_sizes=None):
+        raise NkiUnsupportedError(
+            "NkiTensor.rearrange is not simulated; compose reshape_dim, permute and flatten_dims"
+        )
+
+    def ap(
+        self,
+        pattern,
+        offset=None,
+        scalar_offset=None,
+        vector_offset=None,
+        indirect_dim=0,
+        dtype=None,
+    ) -> NkiTensor:
+        if scalar_offset is not None or vector_offset is not None:
+            raise NkiUnsupportedError(
+                "access patterns with scalar_offset / vector_offset "
+                "(dynamic indirect addressing) are not simulated"
+            )
+        base = self.view(dtype) if dtype is not None and dtype != self.dtype else self
+        pattern = [[int(s), int(n)] for s, n in pattern]
+        if self.buffer.on_chip:
+            if pattern[0][0] != self.storage.partition_elems * (
+                dtypes.itemsize(self.dtype) // dtypes.itemsize(base.dtype)
+            ):
+                fail(
+                    f"access pattern partition stride {pattern[0][0]} must equal the storage's "
+                    f"elements per partition ({self.storage.partition_elems}) so that every "
+                    f"partition performs the same access"
+                )
+        off = base.offset if offset is None else base.offset + int(offset)
+        shape = tuple(n for _, n in pattern)
+        strides = tuple(s for s, _ in pattern)
+        hi = off + sum((n - 1) * s for s, n in pattern if s > 0)
+        lo = off + sum((n - 1) * s for s, n in pattern if s < 0)
+        if lo < 0 or hi >= base.flat.numel():
+            fail(
+                f"access pattern {pattern} (offset {off}) reaches outside its storage of "
+                f"{base.flat.numel()} elements; out-of-bounds access needs a mask"
+            )
+        return NkiTensor._view(base, shape, strides, off)
+
+    def view(self, dtype) -> NkiTensor:
+        dtype = dtypes.normalize(dtype)
+        old, new = dtypes.itemsize(self.dtype), dtypes.itemsize(dtype)
+        if old == new:
+            flat = self.flat.view(dtypes.storage_dtype(dtype))
+            return NkiTensor._view(self, self.shape, self.strides, self.offset, flat, dtype)
+        if self.strides[-1] != 1:
+            fail("view(dtype) needs the last dim to be contiguous")
+        flat = self.flat.view(dtypes.storage_dtype(dtype))
+        if new < old:
+            r = old // new
+            shape = self.shape[:-1] + (self.shape[-1] * r,)
+            strides = tuple(s * r for s in self.strides[:-1]) + (1,)
+            return NkiTensor._view(self, shape, strides, self.offset * r, flat, dtype)
+        r = new // old
+        if self.shape[-1] % r or self.offset % r or any(s % r for s in self.strides[:-1]):
+            fail(
+                f"view({dtypes.name(dtype)}): last dim {self.shape[-1]} / offsets not divisible "
+                f"by {r}"
+            )
+        shape = self.shape[:-1] + (self.shape[-1] // r,)
+        strides = tuple(s // r for s in self.strides[:-1]) + (1,)
+        return NkiTensor._view(self, shape, strides, self.offset // r, flat, dtype)
+
+    reinterpret_cast = view
+
+    # legacy tile methods
+    def broadcast_to(self, shape):
+        from .language import creation
+
+        return creation.broadcast_to(self, shape)
+
+    def astype(self, dtype):
+        from .language import memory
+
+        return memory.copy(self, dtype=dtype)
+
+
+_IDX = []
+
+
+def _Idx():
+    if not _IDX:
+        from .indexing import Idx
+
+        _IDX.append(Idx)
+    return _IDX[0]
+
+
+def _dim(t, dim: int) -> int:
+    d = int(dim)
+    if d < 0:
+        d += t.ndim
+    if not 0 <= d < t.ndim:
+        fail(f"dim {dim} out of range for a {t.ndim}-D tensor")
+    return d
+
+
+def _contiguous(shape) -> tuple:
+    strides = []
+    acc = 1
+    for s in reversed(shape):
+        strides.insert(0, acc)
+        acc *= s
+    return tuple(strides)
+
+
+class IndexedTensor(_Base):
+    """``tensor[idx, ...]`` with ``nl.arange``/``nl.mgrid`` expressions (legacy NKI indexing):
+    the element at each point of the index grid.
+
+    When every expression is an arithmetic progression along its own axis (the usual
+    ``i * 128 + ix``), the in-bounds part is a rectangle: a strided view of the storage, read
+    and written directly. Other expressions go through element positions (gather/scatter)."""
+
+    __slots__ = ("base", "index", "shape", "_pos", "_oob", "_fs", "_rect")
+
+    @classmethod
+    def make(cls, base: NkiTensor, key) -> IndexedTensor:
+        from .indexing import host
+
+        with host():
+            return cls._make(base, key)
+
+    @classmethod
+    def _make(cls, base: NkiTensor, key) -> IndexedTensor:
+        from .indexing import Idx
+
+        if any(k is Ellipsis or isinstance(k, slice) for k in key):
+            fail(
+                "mixing nl.arange/nl.mgrid index expressions with slices or '...' is not "
+                "supported; index every dim with an expression or an integer"
+            )
+        if len(key) != base.ndim:
+            fail(f"{len(key)} index expressions for a {base.ndim}-D tensor of shape {base.shape}")
+        idx = [k.t if isinstance(k, Idx) else torch.tensor(int(k)) for k in key]
+        shape = torch.broadcast_shapes(*[i.shape for i in idx])
+        if len(shape) < 2 and base.buffer.on_chip:
+            shape = (1,) * (2 - len(shape)) + tuple(shape)
+        t = object.__new__(cls)
+        t.base = base
+        t.index = idx
+        t.shape = tuple(int(s) for s in shape)
+        t._pos = None
+        t._oob = None
+        t._fs = None
+        t._rect = _rectangle(base, idx, t.shape)
+        return t
+
+    @property
+    def storage(self):
+        return self.base.storage
+
+    @property
+    def dtype(self):
+        return self.base.dtype
+
+    @property
+    def name(self):
+        return self.base.name
+
+    def __repr__(self) -> str:
+        return f"IndexedTensor(shape={self.shape}, of {self.base!r})"
+
+    def __getitem__(self, key):
+        fail("an indexed tensor cannot be indexed again; index the tensor once")
+
+    def _positions(self):
+        if self._pos is None:
+            b = self.base
+            nd = len(self.shape)
+            pos = torch.full(self.shape, b.offset, dtype=torch.int64)
+            oob = torch.zeros(self.shape, dtype=torch.bool)
+            for d, i in enumerate(self.index):
+                if i.dim() < nd:
+                    i = i.reshape((1,) * (nd - i.dim()) + tuple(i.shape))
+                pos = pos + i * b.strides[d]
+                oob = oob | (i < 0) | (i >= b.shape[d])
+            self._pos, self._oob = pos, oob
+        return self._pos, self._oob
+
+    def _oob_error(self):
+        for d, i in enumerate(self.index):
+            if bool(((i < 0) | (i >= self.base.shape[d])).any()):
+                lo, hi = int(i.min()), int(i.max())
+                fail(
+                    f"index expression on dim {d} spans [{lo}, {hi}] but the dim has size "
+                    f"{self.base.shape[d]} (tensor shape {self.base.shape}): out-of-bounds "
+                    f"access without a mask; pass mask=(expr < {self.base.shape[d]})"
+                )
+        fail("out-of-bounds access without a mask")
+
+    def check_bounds(self, mask):
+        rect = self._rect
+        if rect is not None:
+            view, slices, full, _ = rect
+            if full:
+                return
+            if mask is None:
+                self._oob_error()
+            outside = mask.clone()
+            outside[slices] = False
+            if bool(outside.any()):
+                self._oob_error()
+            return
+        pos, oob = self._positions()
+        bad = oob if mask is None else (oob & mask)
+        if bool(bad.any()):
+            self._oob_error()
+
+    def read(self, mask=None) -> torch.Tensor:
+        self.check_bounds(mask)
+        rect = self._rect
+        if rect is not None:
+            view, slices, full, flips = rect
+            if flips:
+                view = view.flip(flips)
+            if full:
+                return view
+            out = torch.zeros(self.shape, dtype=view.dtype)
+            out[slices] = view
+            return out
+        pos, oob = self._positions()
+        if mask is not None or bool(oob.any()):
+            pos = torch.where(oob, torch.zeros_like(pos), pos)
+        return self.base.flat[pos]
+
+    def write(self, value, mask=None):
+        self.check_bounds(mask)
+        flat = self.base.flat
+        v = value if isinstance(value, torch.Tensor) else torch.tensor(value)
+        v = torch.broadcast_to(v.to(flat.dtype), self.shape)
+        rect = self._rect
+        if rect is not None:
+            view, slices, full, flips = rect
+            part = v if full else v[slices]
+            m = None if mask is None else (mask if full else mask[slices])
+            if flips:
+                part = part.flip(flips)
+                m = None if m is None else m.flip(flips)
+            view.copy_(part if m is None else torch.where(m, part, view))
+            return
+        pos, oob = self._positions()
+        sel = ~oob if mask is None else (mask & ~oob)
+        sel = torch.broadcast_to(sel, self.shape)
+        flat.index_put_((pos[sel],), v[sel])
+
+
+def _progression(i: torch.Tensor, nd: int):
+    """(output axis or None, start, step, count) when ``i`` is an arithmetic progression along
+    one axis of the index grid (or a constant), else None."""
+    if i.dim() < nd:
+        i = i.reshape((1,) * (nd - i.dim()) + tuple(i.shape))
+    axes = [a for a, n in enumerate(i.shape) if n > 1]
+    if not axes:
+        return (None, int(i.reshape(-1)[0]) if i.numel() else 0, 0, 1)
+    if len(axes) > 1:
+        return None
+    v = i.reshape(-1)
+    step = int(v[1] - v[0])
+    if step == 0 or not bool((v[1:] - v[:-1] == step).all()):
+        return None
+    return (axes[0], int(v[0]), step, v.numel())
+
+
+def _rectangle(base: NkiTensor, idx, shape):
+    """(in-bounds strided view, its slices in the index grid, covers everything, axes the view
+    runs backwards on) or None."""
+    nd = len(shape)
+    offset = base.offset
+    axis_of = {}
+    size = list(shape)
+    strides = [0] * nd
+    slices = [slice(None)] * nd
+    flips = []
+    full = True
+    for d, i in enumerate(idx):
+        prog = _progression(i, nd)
+        if prog is None:
+            return None
+        axis, start, step, count = prog
+        n = base.shape[d]
+        if axis is None:
+            if not 0 <= start < n:
+                return None  # a constant out of range: the general path reports it
+            offset += start * base.strides[d]
+            continue
+        if axis in axis_of:
+            return None
+        axis_of[axis] = d
+        # the k with 0 <= start + k * step < n: a contiguous run of the progression
+        if step > 0:
+            lo = max(0, -(start // step)) if start < 0 else 0
+            hi = min(count, (n - 1 - start) // step + 1) if start <= n - 1 else 0
+        else:
+            lo = max(0, -((n - 1 - start) // -step)) if start > n - 1 else 0
+            hi = min(count, start // -step + 1) if start >= 0 else 0
+        if hi <= lo:
+            return None
+        if lo != 0 or hi != count:
+            full = False
+        size[axis] = hi - lo
+        slices[axis] = slice(lo, hi)
+        if step > 0:
+            offset += (start + lo * step) * base.strides[d]
+            strides[axis] = step * base.strides[d]
+        else:  # torch views need positive strides: view from the low end, flipped on use
+            offset += (start + (hi - 1) * step) * base.strides[d]
+            strides[axis] = -step * base.strides[d]
+            flips.append(axis)
+    for a in range(nd):
+        if a not in axis_of and shape[a] != 1:
+            return None
+    if base.flat.device.type == "meta":
+        view = torch.empty(size, dtype=base.flat.dtype, device="meta")
+    else:
+        view = base.flat.as_strided(size, strides, offset)
+    return view, tuple(slices), full, tuple(flips)

@@ -1,0 +1,93 @@
+"""What the model produces: a :class:`Cost` per piece of device work, an :class:`Event` per
+recorded cost on a device's modeled timeline, and :class:`Work`, the target-independent
+description of a kernel that a cost is computed from.
+
+Every duration here is **modeled** Trainium time in seconds, never a wall time of this host
+(except ``Cost.host_s`` of a CPU-fallback op, which is the measured host kernel time and is
+named as such)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+#: kinds of device work
+OP, KERNEL, GRAPH, COLLECTIVE, COPY, FALLBACK = (
+    "op",
+    "kernel",
+    "graph",
+    "collective",
+    "copy",
+    "fallback",
+)
+#: engines (where the time is spent)
+TENSOR, VECTOR, SCALAR, GPSIMD, DMA, HOST, CC, LAUNCH = (
+    "tensor",
+    "vector",
+    "scalar",
+    "gpsimd",
+    "dma",
+    "host",
+    "collective",
+    "launch",
+)
+ENGINES = (TENSOR, VECTOR, SCALAR, GPSIMD, DMA, CC, HOST)
+
+
+@dataclasses.dataclass(frozen=True)
+class Work:
+    """A kernel's work, independent of the hardware generation.
+
+    ``elem_work``: (engine, elements, tensor inputs, element bits) for element-wise work;
+    ``mm_dims``: (batch, M, K, N) of each matmul (TensorE tile rule); ``contractions``:
+    (share of FLOPs, contraction length) for TensorE work without clean GEMM dims
+    (attention, convolution)."""
+
+    name: str
+    kind: str  # OP (eager) or KERNEL (inside a compiled graph)
+    engine: str  # the engine that runs it (TENSOR, VECTOR, SCALAR, GPSIMD, DMA)
+    flops: float = 0.0
+    bytes: float = 0.0
+    dtype: str = "fp32"  # dtype class: bf16 | fp8 | mxfp8 | fp32
+    mm_dims: tuple = ()
+    contractions: tuple = ()
+    elem_work: tuple = ()
+    ops: tuple = ()  # member ops of a fused kernel
+    shapes: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Cost:
+    """The modeled cost of one piece of device work."""
+
+    kind: str
+    name: str
+    engine: str
+    duration: float  # modeled seconds on the device timeline
+    flops: float = 0.0
+    bytes: float = 0.0  # bytes through HBM (ops, kernels) or over the link (copies, collectives)
+    compute_s: float = 0.0
+    memory_s: float = 0.0
+    overhead_s: float = 0.0
+    bound: str = ""  # compute | memory | launch | network | link | host
+    dtype: str = ""
+    shapes: str = ""
+    detail: str = ""
+    busy: tuple = ()  # ((engine, seconds), ...) engine busy time within `duration`
+    host_s: float = 0.0  # measured host kernel time (CPU-fallback ops only)
+
+
+class Event(NamedTuple):
+    """One recorded cost on device ``device``'s modeled timeline [start, end). (A named tuple:
+    one is created per recorded piece of work.)"""
+
+    device: int
+    start: float
+    end: float
+    cost: Cost
+    seq: int
+    thread: int = 0
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start

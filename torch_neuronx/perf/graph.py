@@ -1,0 +1,290 @@
+"""Compiled graphs: which kernels a graph becomes, and what each one reads and writes.
+
+On Trainium, ``torch.compile`` hands the whole graph to the Neuron compiler, which fuses
+aggressively; the emulated core runs Inductor's CPU code instead, whose fusion says nothing
+about Trainium. So the model plans the graph's kernels itself, from the ATen graph the backend
+compiles (the same graph neuronx-cc would receive):
+
+- every TensorE op (one PyTorch has a FLOP rule for: matmul, convolution, attention) is one
+  kernel; its HBM traffic is its inputs and outputs;
+- every other op joins a **fused kernel**: connected element-wise/reduction/data-movement ops
+  between the same TensorE ops. To keep the kernels acyclic, each op gets a *stage* (the number
+  of TensorE ops on the longest path from the graph's inputs); only ops of the same stage that
+  feed each other fuse (a path through a TensorE op always raises the stage);
+- a fused kernel reads each tensor it takes from outside once and writes only the tensors used
+  outside it (by another kernel or as graph outputs); everything else stays on chip (SBUF).
+  ASSUMPTION: SBUF always has room (no spills) — the plan is an upper bound on the benefit of
+  fusion;
+- views, reshapes and ``getitem`` cost nothing (metadata only); a view of an outside tensor
+  is read at the smaller of the two sizes (a slice reads only its part);
+- functional collectives are not kernels here: the distributed layer records them when they
+  run;
+- the graph pays ``params.graph_launch_s`` once per call and each kernel
+  ``params.kernel_overhead_s``.
+
+The plan (a list of :class:`~torch_neuronx.perf.events.Work`) depends only on the graph, so it
+is computed once at compile time and can be stored with the compiled artifact; its costs are
+computed per target generation when first recorded. Graphs with dynamic shapes are planned at
+the sizes the compiler saw (their hints).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from collections.abc import Callable
+
+import torch
+import torch.fx
+
+from . import events as ev
+from . import roofline
+from . import work as wk
+
+_VIEW_FUNCTIONS = {operator.getitem}
+
+
+def _hint(s) -> int:
+    if isinstance(s, torch.SymInt):
+        from torch.fx.experimental.symbolic_shapes import optimization_hint
+
+        return int(optimization_hint(s, fallback=1))
+    return int(s)
+
+
+def _concrete(val):
+    """A meta tensor with the (hinted) shape and dtype of a graph value (or a list of them)."""
+    if isinstance(val, torch.Tensor):
+        try:
+            from torch._subclasses.fake_tensor import unset_fake_temporarily
+        except ImportError:  # pragma: no cover - older PyTorch
+            import contextlib
+
+            unset_fake_temporarily = contextlib.nullcontext
+        with unset_fake_temporarily():
+            return torch.empty([_hint(s) for s in val.shape], dtype=val.dtype, device="meta")
+    if isinstance(val, (list, tuple)):
+        return type(val)(_concrete(v) for v in val)
+    if isinstance(val, torch.SymInt):
+        return _hint(val)
+    return val
+
+
+def _op_name(target) -> str:
+    if isinstance(target, torch._ops.OpOverload):
+        return target.name()  # "aten::add.Tensor"
+    return getattr(target, "__name__", str(target))
+
+
+def _is_view(target) -> bool:
+    if target in _VIEW_FUNCTIONS:
+        return True
+    if not isinstance(target, torch._ops.OpOverload):
+        return False
+    schema = target._schema
+    if schema.is_mutable:
+        return False
+    return bool(schema.returns) and all(
+        r.alias_info is not None and not r.alias_info.is_write for r in schema.returns
+    )
+
+
+def _is_collective(target) -> bool:
+    return isinstance(target, torch._ops.OpOverload) and target.namespace in (
+        "_c10d_functional",
+        "c10d_functional",
+        "c10d",
+    )
+
+
+def _size(val) -> float:
+    if isinstance(val, torch.Tensor):
+        return float(val.numel() * val.element_size())
+    if isinstance(val, (list, tuple)):
+        return sum(_size(v) for v in val)
+    return 0.0
+
+
+class GraphPlan:
+    """The kernels of one compiled graph (target independent) and their per-target costs."""
+
+    def __init__(self, name: str, works: tuple):
+        self.name = name
+        self.works = tuple(works)
+        self._costs: dict = {}
+
+    def __getstate__(self):
+        return {"name": self.name, "works": self.works}
+
+    def __setstate__(self, state):
+        self.name, self.works, self._costs = state["name"], state["works"], {}
+
+    def costs(self, core) -> tuple:
+        """(graph launch, kernel costs...) on logical core ``core`` under the current params."""
+        from . import params
+
+        key = (core.generation, core.lnc, params.current())
+        got = self._costs.get(key)
+        if got is None:
+            n = len(self.works)
+            kernels = []
+            for i, w in enumerate(self.works):
+                c = roofline.cost_of(w, core, in_graph=True)
+                where = f"{self.name} kernel {i + 1}/{n}"
+                kernels.append(
+                    dataclasses.replace(c, detail=f"{where}: {c.detail}" if c.detail else where)
+                )
+            got = (roofline.graph_launch_cost(self.name),) + tuple(kernels)
+            self._costs[key] = got
+        return got
+
+    def duration(self, core) -> float:
+        return sum(c.duration for c in self.costs(core))
+
+
+def plan_graph(
+    gm: torch.fx.GraphModule, name: str, engine_of: Callable[[str], str | None] | None = None
+) -> GraphPlan:
+    """Plans the kernels of ATen graph ``gm`` (nodes carry ``meta['val']``, as the graphs
+    AOTAutograd hands to a compiler do). ``engine_of(op_name)`` is the op policy's engine."""
+    nodes = list(gm.graph.nodes)
+    val: dict = {}
+    level: dict = {}  # stage a node's value is seen at by its consumers
+    stage: dict = {}
+    kind: dict = {}  # input | view | tensor | fused | barrier | output
+    root: dict = {}  # view -> the non-view node it reads
+
+    for n in nodes:
+        args_nodes = [a for a in n.all_input_nodes]
+        lvl_in = max((level[a] for a in args_nodes if a in level), default=0)
+        if n.op in ("placeholder", "get_attr"):
+            kind[n], level[n] = "input", 0
+            val[n] = _concrete(n.meta.get("val"))
+            continue
+        if n.op == "output":
+            kind[n] = "output"
+            continue
+        target = n.target
+        val[n] = _concrete(n.meta.get("val"))
+        if n.op != "call_function" or _is_view(target):
+            kind[n], level[n] = "view", lvl_in
+            src = args_nodes[0] if args_nodes else n
+            root[n] = root.get(src, src)
+            continue
+        if _is_collective(target):
+            kind[n], stage[n], level[n] = "barrier", lvl_in, lvl_in + 1
+            continue
+        opname = _op_name(target)
+        engine = wk.engine_name(engine_of(opname) if engine_of else None)
+        is_tensor = engine in (None, ev.TENSOR) and wk.flop_formula(opname) is not None
+        if is_tensor:
+            kind[n], stage[n], level[n] = "tensor", lvl_in, lvl_in + 1
+        else:
+            kind[n], stage[n], level[n] = "fused", lvl_in, lvl_in
+
+    def src(a):
+        return root.get(a, a)
+
+    # union-find over fused ops of equal stage that feed each other
+    parent = {n: n for n in nodes if kind.get(n) == "fused"}
+
+    def find(x):
+        while parent[x] is not x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for n in parent:
+        for a in n.all_input_nodes:
+            s = src(a)
+            if s in parent and stage[s] == stage[n]:
+                ra, rb = find(s), find(n)
+                if ra is not rb:
+                    parent[ra] = rb
+    groups: dict = {}
+    for n in nodes:  # topological order inside each group
+        if n in parent:
+            groups.setdefault(find(n), []).append(n)
+
+    def used_outside(n, members: set) -> bool:
+        for u in n.users:
+            if u.op == "output":
+                return True
+            if kind.get(u) == "view":
+                if used_outside(u, members):
+                    return True
+            elif u not in members:
+                return True
+        return False
+
+    works: list = []
+    first_of: dict = {}
+    for n in nodes:
+        k = kind.get(n)
+        if k == "tensor":
+            args = tuple(
+                _concrete(a.meta.get("val")) if isinstance(a, torch.fx.Node) else a for a in n.args
+            )
+            kwargs = {
+                key: (_concrete(a.meta.get("val")) if isinstance(a, torch.fx.Node) else a)
+                for key, a in n.kwargs.items()
+            }
+            w = wk.op_work(_op_name(n.target), args, kwargs, val[n], ev.TENSOR, kind=ev.KERNEL)
+            first_of[n] = len(works)
+            works.append(w)
+    for members in groups.values():
+        mset = set(members)
+        reads: dict = {}
+        elem: list = []
+        names: list = []
+        for m in members:
+            ins = []
+            for a in m.all_input_nodes:
+                s = src(a)
+                v = val.get(a)
+                ins.extend(wk.tensors_in((v,)))
+                if s not in mset:
+                    reads[s] = max(
+                        reads.get(s, 0.0),
+                        min(_size(v), _size(val.get(s))) if s is not a else _size(v),
+                    )
+            outs = wk.tensors_in((val.get(m),))
+            opname = _op_name(m.target)
+            engine = wk.engine_name(engine_of(opname) if engine_of else None) or ev.VECTOR
+            if engine == ev.TENSOR:
+                engine = ev.VECTOR
+            if engine != ev.DMA:
+                elem.extend(wk.elementwise(opname, engine, ins, outs))
+            short = wk.base_name(opname)
+            if short not in names:
+                names.append(short)
+        writes = sum(_size(val.get(m)) for m in members if used_outside(m, mset))
+        by_engine: dict = {}
+        for e, elements, _, _ in elem:
+            by_engine[e] = by_engine.get(e, 0.0) + elements
+        engine = max(by_engine, key=by_engine.get) if by_engine else ev.DMA
+        flops = float(
+            sum(max([t.numel() for t in wk.tensors_in((val.get(m),))] or [0]) for m in members)
+        )
+        label = "fused(" + ",".join(names[:4]) + (",..." if len(names) > 4 else "") + ")"
+        dts = [
+            t.dtype for m in members for t in wk.tensors_in((val.get(m),)) if t.is_floating_point()
+        ]
+        outs = [t for m in members for t in wk.tensors_in((val.get(m),))]
+        big = max(outs, key=lambda t: t.numel(), default=None)
+        w = ev.Work(
+            label,
+            ev.KERNEL,
+            engine,
+            flops=flops,
+            bytes=float(sum(reads.values()) + writes),
+            dtype=wk.dtype_class(dts[0]) if dts else "fp32",
+            elem_work=tuple(elem),
+            ops=tuple(_op_name(m.target) for m in members),
+            shapes="x".join(str(int(d)) for d in big.shape) if big is not None else "",
+        )
+        first_of[members[0]] = len(works)
+        works.append(w)
+    order = {n: i for i, n in enumerate(nodes)}
+    ordered = [works[first_of[n]] for n in sorted(first_of, key=order.get)]
+    return GraphPlan(name, tuple(ordered))
