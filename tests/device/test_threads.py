@@ -14,6 +14,7 @@ CPU random numbers meanwhile drew from the device's stream).
 
 from __future__ import annotations
 
+import copy
 import threading
 
 import torch
@@ -76,7 +77,10 @@ def test_training_separate_models_in_parallel():
     """4 threads, each training its own model for 5*SCALE steps, compared with CPU."""
 
     def work(i):
-        cpu_model, model = mlp(i), mlp(i).to("neuron")
+        # one initialisation copied to neuron: mlp() seeds the global generator, which other
+        # threads draw from too, so two separate mlp(i) calls may not get the same weights
+        cpu_model = mlp(i)
+        model = copy.deepcopy(cpu_model).to("neuron")
         cpu_opt = torch.optim.SGD(cpu_model.parameters(), lr=0.1, momentum=0.9)
         opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
         g = torch.Generator().manual_seed(100 + i)
