@@ -95,3 +95,25 @@ def test_estimate_in_graph_matches_the_planner_for_one_op():
     tgt = target.for_instance("trn2.3xlarge")
     one = estimate.estimate_op("mm", [(512, 512), (512, 512)], torch.bfloat16, tgt, in_graph=True)
     assert plan.costs(tgt.core)[1].duration == pytest.approx(one.duration)
+
+
+def test_functional_collectives_in_a_graph_are_costed_by_the_collective_model():
+    from torch_neuronx.perf import collectives
+
+    def f(x):
+        y = torch.ops._c10d_functional.all_reduce(x * 2, "sum", "0")
+        y = torch.ops._c10d_functional.wait_tensor(y)
+        return y + 1
+
+    plan = _plan(f, (1 << 20,))
+    kinds = [(w.engine, w.name) for w in plan.works]
+    assert kinds == [
+        ("vector", "fused(mul)"),
+        ("collective", "all_reduce"),
+        ("vector", "fused(add)"),
+    ]
+    tgt = target.for_instance("trn2.3xlarge")
+    cost = plan.costs(tgt.core, tgt)[2]
+    # no process group "0" here: the model falls back to ranks 0..1 (two cores of one chip)
+    expect = collectives.collective_cost("all_reduce", 4 << 20, [0, 1], tgt, in_graph=True)
+    assert cost.duration == pytest.approx(expect.duration) and cost.kind == "collective"

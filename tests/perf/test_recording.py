@@ -118,3 +118,26 @@ def test_measure_per_device():
         list(s["devices"]) == [1]
         and s["instance"] == torch_neuronx.perf.target.current().instance.name
     )
+
+
+def test_a_graph_from_the_persistent_cache_keeps_its_kernel_plan(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_NEURONX_NEFF_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TORCH_NEURONX_NEFF_DISABLE_CACHE", raising=False)
+    from torch_neuronx.compile import get_dynamo_metrics, reset_dynamo_metrics
+
+    def f(x):
+        return torch.tanh(x * 3) + 1
+
+    x = torch.randn(4096).to("neuron")
+    plans = []
+    for _ in range(2):  # the second compile is served by the AOT-level cache (pickled executable)
+        torch._dynamo.reset()
+        reset_dynamo_metrics()
+        compiled = torch.compile(f, backend="neuron")
+        compiled(x)
+        with perf.measure() as m:
+            out = compiled(x)
+        torch.testing.assert_close(out.cpu(), f(x.cpu()))
+        plans.append([(e.cost.kind, e.cost.name, e.cost.bytes) for e in m.events])
+    assert get_dynamo_metrics()[-1]["aot_cache"] == "hit"
+    assert plans[0] == plans[1] and plans[0][1][0] == "kernel"

@@ -58,27 +58,13 @@ def _copy(device: int, op_name: str, args, outputs) -> None:
 
 
 perf_record = None  # torch_neuronx.perf.report, imported when first recording
-_group_ranks: dict = {}
-
-
-def _ranks(group_name: str, size: int) -> list:
-    """Global ranks of a process group (by its name), cached."""
-    ranks = _group_ranks.get(group_name)
-    if ranks is None:
-        try:
-            import torch.distributed as dist
-            from torch.distributed.distributed_c10d import _resolve_process_group
-
-            ranks = dist.get_process_group_ranks(_resolve_process_group(group_name))
-        except Exception:  # noqa: BLE001 - an unnamed/unregistered group: ranks 0..size-1
-            ranks = list(range(size))
-        _group_ranks[group_name] = ranks
-    return ranks
 
 
 def _collective(device: int, op_name: str, args) -> None:
+    from torch_neuronx.perf.collectives import group_ranks
+
     nbytes, group_name, size, rank, peer = args
-    ranks = _ranks(group_name, size)
+    ranks = group_ranks(group_name, size)
     name = op_name.split("::", 1)[1]
     if name in ("send", "recv") and peer >= 0:
         perf_record.collective(device, name, nbytes, [ranks[rank]], peer=ranks[peer])

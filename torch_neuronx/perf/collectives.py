@@ -53,6 +53,7 @@ _ALIASES = {
     "_allgather_base": "all_gather",
     "all_gather_into_tensor": "all_gather",
     "allgather_into_tensor_coalesced": "all_gather",
+    "all_gather_into_tensor_coalesced": "all_gather",
     "reduce_scatter_tensor": "reduce_scatter",
     "_reduce_scatter_base": "reduce_scatter",
     "reduce_scatter_tensor_coalesced": "reduce_scatter",
@@ -158,6 +159,25 @@ def algorithm_times(op: str, n: float, lv: list[Level]) -> dict:
     if op == "barrier":
         return {"tree": 2 * tree_lat}
     raise ValueError(f"torch_neuronx.perf: no model for collective {op!r}")
+
+
+_group_ranks: dict = {}
+
+
+def group_ranks(group_name: str, size: int = 2) -> list:
+    """Global ranks of the process group named ``group_name`` (cached); ranks 0..size-1 when
+    the name is not a registered group."""
+    ranks = _group_ranks.get(group_name)
+    if ranks is None:
+        try:
+            import torch.distributed as dist
+            from torch.distributed.distributed_c10d import _resolve_process_group
+
+            ranks = dist.get_process_group_ranks(_resolve_process_group(group_name))
+        except Exception:  # noqa: BLE001 - not initialised / unknown group
+            return list(range(size))
+        _group_ranks[group_name] = ranks
+    return ranks
 
 
 def normalize(op: str) -> str:

@@ -54,6 +54,7 @@ class Work:
     elem_work: tuple = ()
     ops: tuple = ()  # member ops of a fused kernel
     shapes: str = ""
+    group: str = ""  # a collective inside a compiled graph: its process group's name
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,8 +17,9 @@ compiles (the same graph neuronx-cc would receive):
   fusion;
 - views, reshapes and ``getitem`` cost nothing (metadata only); a view of an outside tensor
   is read at the smaller of the two sizes (a slice reads only its part);
-- functional collectives are not kernels here: the distributed layer records them when they
-  run;
+- a functional collective (``_c10d_functional.all_reduce`` ...) is one kernel costed by the
+  collective model over its process group (a compiled graph runs it on host views, below the
+  neuron c10d kernels that record eager collectives); ``wait_tensor`` is free;
 - the graph pays ``params.graph_launch_s`` once per call and each kernel
   ``params.kernel_overhead_s``.
 
@@ -119,17 +120,35 @@ class GraphPlan:
     def __setstate__(self, state):
         self.name, self.works, self._costs = state["name"], state["works"], {}
 
-    def costs(self, core) -> tuple:
-        """(graph launch, kernel costs...) on logical core ``core`` under the current params."""
+    def costs(self, core, tgt=None) -> tuple:
+        """(graph launch, kernel costs...) on logical core ``core`` under the current params;
+        collectives use ``tgt`` (default: this process's target) for the topology."""
         from . import params
 
-        key = (core.generation, core.lnc, params.current())
+        key = (
+            core.generation,
+            core.lnc,
+            params.current(),
+            tgt.instance.name if tgt is not None else None,
+        )
         got = self._costs.get(key)
         if got is None:
             n = len(self.works)
             kernels = []
             for i, w in enumerate(self.works):
-                c = roofline.cost_of(w, core, in_graph=True)
+                if w.engine == ev.CC:
+                    from . import target
+                    from .collectives import collective_cost, group_ranks
+
+                    c = collective_cost(
+                        w.name,
+                        w.bytes,
+                        group_ranks(w.group),
+                        tgt or target.current(),
+                        in_graph=True,
+                    )
+                else:
+                    c = roofline.cost_of(w, core, in_graph=True)
                 where = f"{self.name} kernel {i + 1}/{n}"
                 kernels.append(
                     dataclasses.replace(c, detail=f"{where}: {c.detail}" if c.detail else where)
@@ -172,7 +191,11 @@ def plan_graph(
             root[n] = root.get(src, src)
             continue
         if _is_collective(target):
-            kind[n], stage[n], level[n] = "barrier", lvl_in, lvl_in + 1
+            if target._opname.startswith("wait_tensor"):
+                kind[n], level[n] = "view", lvl_in
+                root[n] = root.get(args_nodes[0], args_nodes[0]) if args_nodes else n
+            else:
+                kind[n], stage[n], level[n] = "collective", lvl_in, lvl_in + 1
             continue
         opname = _op_name(target)
         engine = wk.engine_name(engine_of(opname) if engine_of else None)
@@ -221,6 +244,23 @@ def plan_graph(
     first_of: dict = {}
     for n in nodes:
         k = kind.get(n)
+        if k == "collective":
+            ins = wk.tensors_in([val.get(a) for a in n.all_input_nodes])
+            outs = wk.tensors_in((val.get(n),))
+            nbytes = max(sum(wk.nbytes(t) for t in ins), sum(wk.nbytes(t) for t in outs))
+            group = n.args[-1] if n.args and isinstance(n.args[-1], str) else ""
+            first_of[n] = len(works)
+            works.append(
+                ev.Work(
+                    wk.base_name(_op_name(n.target)).rstrip("_"),
+                    ev.KERNEL,
+                    ev.CC,
+                    bytes=float(nbytes),
+                    ops=(_op_name(n.target),),
+                    group=group,
+                    shapes=", ".join("x".join(str(int(d)) for d in t.shape) for t in ins[:4]),
+                )
+            )
         if k == "tensor":
             args = tuple(
                 _concrete(a.meta.get("val")) if isinstance(a, torch.fx.Node) else a for a in n.args
