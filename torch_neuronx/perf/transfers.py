@@ -18,36 +18,30 @@ from .target import Target
 H2D, D2H, D2D, PEER = "host_to_device", "device_to_host", "device_to_device", "device_to_peer"
 
 
+def _link_copy(direction: str, nbytes: float, lat: float, bw: float) -> ev.Cost:
+    """A copy over a link: latency plus bytes at the link's bandwidth, on the DMA engine."""
+    body = nbytes / bw
+    return ev.Cost(
+        kind=ev.COPY,
+        name=direction,
+        engine=ev.DMA,
+        duration=lat + body,
+        bytes=float(nbytes),
+        memory_s=body,
+        overhead_s=lat,
+        bound="link" if body > lat else "launch",
+        busy=((ev.DMA, body),),
+    )
+
+
 def copy_cost(direction: str, nbytes: float, target: Target) -> ev.Cost:
     chip = target.core.chip
     if direction in (H2D, D2H):
-        lat, bw = float(chip.host_link_latency), float(chip.host_link_bw)
-        body = nbytes / bw
-        return ev.Cost(
-            kind=ev.COPY,
-            name=direction,
-            engine=ev.DMA,
-            duration=lat + body,
-            bytes=float(nbytes),
-            memory_s=body,
-            overhead_s=lat,
-            bound="link" if body > lat else "launch",
-            busy=((ev.DMA, body),),
+        return _link_copy(
+            direction, nbytes, float(chip.host_link_latency), float(chip.host_link_bw)
         )
     if direction == PEER:
-        lat, bw = float(chip.on_chip_latency), target.core.dma_bw
-        body = nbytes / bw
-        return ev.Cost(
-            kind=ev.COPY,
-            name=direction,
-            engine=ev.DMA,
-            duration=lat + body,
-            bytes=float(nbytes),
-            memory_s=body,
-            overhead_s=lat,
-            bound="link" if body > lat else "launch",
-            busy=((ev.DMA, body),),
-        )
+        return _link_copy(direction, nbytes, float(chip.on_chip_latency), target.core.dma_bw)
     p = _params.current()
     body = 2 * nbytes / (target.core.hbm_bw * p.hbm_efficiency)
     return ev.Cost(
