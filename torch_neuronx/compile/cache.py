@@ -290,16 +290,26 @@ class PersistentCache:
             with inductor_config.patch(force_disable_caches=True):
                 return build(), "disabled"
 
-        isa_config = self._vec_isa_config()  # before our cache directory is selected
-        with self._inductor_cache_dir(), inductor_config.patch(fx_graph_cache=True, **isa_config):
-            intact = self.verify(key)
+        def attempt():
+            """``build()`` with the modules and cache hits counted from just before it; a
+            failed write into this cache surfaces as CacheWriteFailed."""
             before = _module_snapshot()
             hits0 = counters["inductor"]["fxgraph_cache_hit"]
             try:
-                compiled = build()
+                return build(), before, hits0
             except Exception as exc:
                 if self._write_failed(exc):
                     raise CacheWriteFailed(str(exc)) from exc
+                raise
+
+        isa_config = self._vec_isa_config()  # before our cache directory is selected
+        with self._inductor_cache_dir(), inductor_config.patch(fx_graph_cache=True, **isa_config):
+            intact = self.verify(key)
+            try:
+                compiled, before, hits0 = attempt()
+            except CacheWriteFailed:
+                raise
+            except Exception as exc:
                 rels = self._paths_in_error(exc)
                 if not rels and not os.path.exists(self.manifest_path(key)):
                     raise  # nothing of ours was read: a genuine compile error
@@ -309,14 +319,7 @@ class PersistentCache:
                     rels = list(rels) + list(manifest["files"])
                 self._purge(key, rels, manifest=True)
                 _clear_inductor_memory_caches()
-                before = _module_snapshot()
-                hits0 = counters["inductor"]["fxgraph_cache_hit"]
-                try:
-                    compiled = build()
-                except Exception as exc2:
-                    if self._write_failed(exc2):
-                        raise CacheWriteFailed(str(exc2)) from exc2
-                    raise
+                compiled, before, hits0 = attempt()
             hit = counters["inductor"]["fxgraph_cache_hit"] > hits0
             new_modules = _module_snapshot() - before
             if not (hit and intact):

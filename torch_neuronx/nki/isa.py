@@ -31,6 +31,7 @@ from .isa_common import (
     same_free,
     same_partitions,
     scalar_or_vector,
+    unary_operands,
     write,
 )
 from .ops import ARITH, BITVEC, OPS
@@ -225,10 +226,7 @@ def tensor_copy(dst, src, engine=engine.unknown, name=None, mask=None):
     """Copy an on-chip tile (SBUF/PSUM) with the Vector, Scalar or GpSimd Engine."""
     ex = execution.begin("tensor_copy")
     eng = _engine_name(engine, "vector")
-    operand(ex, "tensor_copy", "src", src, ON_CHIP)
-    operand(ex, "tensor_copy", "dst", dst, ON_CHIP, write=True)
-    same_partitions("tensor_copy", "dst", dst, "src", src)
-    same_free("tensor_copy", "dst", dst, "src", src)
+    unary_operands(ex, "tensor_copy", dst, src, "src")
     if eng == "gpsimd" and PSUM in (src.buffer, dst.buffer):
         fail("nisa.tensor_copy: the GpSimd Engine cannot access PSUM; use engine=vector or scalar")
     if eng not in ("vector", "scalar", "gpsimd"):
@@ -624,10 +622,7 @@ def tensor_scalar(
     ex = execution.begin("tensor_scalar")
     op0 = _op(op0, "op0")
     op1 = None if op1 is None else _op(op1, "op1")
-    operand(ex, "tensor_scalar", "data", data, ON_CHIP)
-    operand(ex, "tensor_scalar", "dst", dst, ON_CHIP, write=True)
-    same_partitions("tensor_scalar", "dst", dst, "data", data)
-    same_free("tensor_scalar", "dst", dst, "data", data)
+    unary_operands(ex, "tensor_scalar", dst, data)
     if op1 is not None and (op0.kind == BITVEC) != (op1.kind == BITVEC):
         fail("nisa.tensor_scalar: op0 and op1 must both be bitvec or both arithmetic operators")
     bit = op0.kind == BITVEC
@@ -829,10 +824,7 @@ def activation(
             f"nisa.activation: nl.{op.name} is not a Scalar Engine activation function (see the "
             f"NKI activation function table)"
         )
-    operand(ex, "activation", "data", data, ON_CHIP)
-    operand(ex, "activation", "dst", dst, ON_CHIP, write=True)
-    same_partitions("activation", "dst", dst, "data", data)
-    same_free("activation", "dst", dst, "data", data)
+    unary_operands(ex, "activation", dst, data)
     if isinstance(bias, (int, float)) and ex.target.nc_version < 3:
         fail("nisa.activation: a scalar bias needs NeuronCore-v3 or newer")
     if bias is not None and not isinstance(bias, (int, float)) and bias.dtype is dtypes.tfloat32:
@@ -930,10 +922,7 @@ def activation_reduce(
 def reciprocal(dst, data, name=None, mask=None):
     """``dst = 1 / data`` on the Vector Engine."""
     ex = execution.begin("reciprocal")
-    operand(ex, "reciprocal", "data", data, ON_CHIP)
-    operand(ex, "reciprocal", "dst", dst, ON_CHIP, write=True)
-    same_partitions("reciprocal", "dst", dst, "data", data)
-    same_free("reciprocal", "dst", dst, "data", data)
+    unary_operands(ex, "reciprocal", dst, data)
     record(ex, "vector", data)
     if ex.compute:
         m = _mask(mask, dst)
@@ -961,10 +950,7 @@ def exponential(
             f"nisa.exponential is available only on NeuronCore-v4 (Trn3); this instance is "
             f"{ex.target.label}. Use nisa.activation(op=nl.exp, bias=-max) instead"
         )
-    operand(ex, "exponential", "src", src, ON_CHIP)
-    operand(ex, "exponential", "dst", dst, ON_CHIP, write=True)
-    same_partitions("exponential", "dst", dst, "src", src)
-    same_free("exponential", "dst", dst, "src", src)
+    unary_operands(ex, "exponential", dst, src, "src")
     mv = scalar_or_vector(ex, "exponential", "max_value", max_value, src, fp32_only=True)
     rr = _reduce_res(ex, "exponential", reduce_res, src)
     record(ex, "vector", src)
@@ -1008,10 +994,7 @@ def tensor_scalar_reduce(
             f"nisa.tensor_scalar_reduce: reduce_op must be nl.add, nl.multiply, nl.max or "
             f"nl.min, got nl.{rop.name}"
         )
-    operand(ex, "tensor_scalar_reduce", "data", data, ON_CHIP)
-    operand(ex, "tensor_scalar_reduce", "dst", dst, ON_CHIP, write=True)
-    same_partitions("tensor_scalar_reduce", "dst", dst, "data", data)
-    same_free("tensor_scalar_reduce", "dst", dst, "data", data)
+    unary_operands(ex, "tensor_scalar_reduce", dst, data)
     _scalar_operand_ok("tensor_scalar_reduce", op0, operand0, "operand0")
     v0 = (
         None
@@ -1088,10 +1071,7 @@ def affine_select(
     cmp = OPS["equal"] if cmp_op is None else _op(cmp_op, "cmp_op")
     if cmp.binary is None:
         fail(f"nisa.affine_select: cmp_op nl.{cmp.name} is not a comparison operator")
-    operand(ex, "affine_select", "on_true_tile", on_true_tile, SBUF_ONLY)
-    operand(ex, "affine_select", "dst", dst, SBUF_ONLY, write=True)
-    same_partitions("affine_select", "dst", dst, "on_true_tile", on_true_tile)
-    same_free("affine_select", "dst", dst, "on_true_tile", on_true_tile)
+    unary_operands(ex, "affine_select", dst, on_true_tile, "on_true_tile", SBUF_ONLY)
     if not isinstance(on_false_value, (int, float)):
         fail("nisa.affine_select: on_false_value must be a float32 scalar")
     pat = _pattern("affine_select", pattern, dst)

@@ -109,6 +109,15 @@ def same_free(opcode, a_role, a, b_role, b):
         )
 
 
+def unary_operands(ex, opcode: str, dst, src, role: str = "data", allowed=ON_CHIP):
+    """The operand checks of an instruction that writes ``dst`` element by element from one
+    tile ``src`` (read first): both in ``allowed`` buffers, the same partitions and free size."""
+    operand(ex, opcode, role, src, allowed)
+    operand(ex, opcode, "dst", dst, allowed, write=True)
+    same_partitions(opcode, "dst", dst, role, src)
+    same_free(opcode, "dst", dst, role, src)
+
+
 def require_int(opcode, op, **tiles):
     for role, t in tiles.items():
         if t is not None and not dtypes.is_int(t.dtype):

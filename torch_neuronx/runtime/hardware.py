@@ -174,6 +174,10 @@ _NC2 = CoreSpec(
     ),
 )
 
+# Published for NeuronCore-v2 only; later cores are assumed to match.
+_MM_INIT_AS_NC2 = assume(64, "cycles", "only the NeuronCore-v2 value is published [NKI1]")
+_INSTR_OVERHEAD_AS_NC2 = assume(100, "cycles", "only the NeuronCore-v2 value is published [NKI1]")
+
 _NC3 = CoreSpec(
     name="NeuronCore-v3",
     tensor_peak={
@@ -207,8 +211,8 @@ _NC3 = CoreSpec(
     sbuf=pub(28 * MiB, "B", "NKI2", "128 partitions x 224 KiB (224 MiB per chip [T2])"),
     psum=pub(2 * MiB, "B", "NKI2"),
     dma_bw=pub(368 * G, "B/s", "DMA", "16 DMA engines x 23 B/ns"),
-    mm_init_cycles=assume(64, "cycles", "only the NeuronCore-v2 value is published [NKI1]"),
-    instr_overhead_cycles=assume(100, "cycles", "only the NeuronCore-v2 value is published [NKI1]"),
+    mm_init_cycles=_MM_INIT_AS_NC2,
+    instr_overhead_cycles=_INSTR_OVERHEAD_AS_NC2,
 )
 
 _NC4 = CoreSpec(
@@ -242,8 +246,8 @@ _NC4 = CoreSpec(
     sbuf=pub(32 * MiB, "B", "NKI3,NC4"),
     psum=pub(2 * MiB, "B", "NKI3"),
     dma_bw=pub(528 * G, "B/s", "DMA", "16 DMA engines x 33 B/ns"),
-    mm_init_cycles=assume(64, "cycles", "only the NeuronCore-v2 value is published [NKI1]"),
-    instr_overhead_cycles=assume(100, "cycles", "only the NeuronCore-v2 value is published [NKI1]"),
+    mm_init_cycles=_MM_INIT_AS_NC2,
+    instr_overhead_cycles=_INSTR_OVERHEAD_AS_NC2,
 )
 
 
@@ -291,8 +295,35 @@ _HOST_LAT = assume(
     "DMA",
 )
 
+
+def _pcie_host_link(gen: int, direction_gb_s: int) -> Fig:
+    """The host link of a chip on a PCIe ``gen`` x16 slot (no host-link figure is published)."""
+    return assume(
+        direction_gb_s * 0.8 * G,
+        "B/s",
+        f"host link not published; PCIe Gen{gen} x16 ({direction_gb_s} GB/s per direction "
+        "[PCIE]) at 80% efficiency",
+        "PCIE",
+    )
+
+
+def _chip(pcie_gen: int, pcie_gb_s: int, **figures) -> ChipSpec:
+    """One generation's chip: its own ``figures`` plus what every generation shares (the hop
+    latencies and the host link's latency, none published per generation) and its host link."""
+    return ChipSpec(
+        neuronlink_latency=_HOP_INTRA,
+        on_chip_latency=_HOP_ON_CHIP,
+        efa_latency=_HOP_INTER,
+        host_link_bw=_pcie_host_link(pcie_gen, pcie_gb_s),
+        host_link_latency=_HOST_LAT,
+        **figures,
+    )
+
+
 CHIPS: dict[str, ChipSpec] = {
-    "trn1": ChipSpec(
+    "trn1": _chip(
+        pcie_gen=4,
+        pcie_gb_s=32,
         generation="trn1",
         chip_name="Trainium",
         source="TRN1",
@@ -318,23 +349,14 @@ CHIPS: dict[str, ChipSpec] = {
             "T2",
             "inter-chip interconnect per chip (Trn1 column of the Trn2 comparison)",
         ),
-        neuronlink_latency=_HOP_INTRA,
-        on_chip_latency=_HOP_ON_CHIP,
-        efa_latency=_HOP_INTER,
         efa_bw_per_chip=der(
             800e9 / 8 / 16, "B/s", "TRN1I", "trn1.32xlarge EFA 800 Gbps over 16 chips"
         ),
-        host_link_bw=assume(
-            25.6 * G,
-            "B/s",
-            "host link not published; PCIe Gen4 x16 (32 GB/s per direction "
-            "[PCIE]) at 80% efficiency",
-            "PCIE",
-        ),
-        host_link_latency=_HOST_LAT,
         cc_cores=pub(6, "", "T2,NKI1"),
     ),
-    "trn2": ChipSpec(
+    "trn2": _chip(
+        pcie_gen=5,
+        pcie_gb_s=64,
         generation="trn2",
         chip_name="Trainium2",
         source="T2",
@@ -356,21 +378,12 @@ CHIPS: dict[str, ChipSpec] = {
             "TRN2I",
             "intra-instance share of NeuronLink-v3's 1.28 TB/s per chip [T2]",
         ),
-        neuronlink_latency=_HOP_INTRA,
-        on_chip_latency=_HOP_ON_CHIP,
-        efa_latency=_HOP_INTER,
         efa_bw_per_chip=pub(200e9 / 8, "B/s", "COLL", "200 Gbps per chip"),
-        host_link_bw=assume(
-            51.2 * G,
-            "B/s",
-            "host link not published; PCIe Gen5 x16 (64 GB/s per direction "
-            "[PCIE]) at 80% efficiency",
-            "PCIE",
-        ),
-        host_link_latency=_HOST_LAT,
         cc_cores=pub(16, "", "T2", "the NKI guide says 20 [NKI2]"),
     ),
-    "trn3": ChipSpec(
+    "trn3": _chip(
+        pcie_gen=5,
+        pcie_gb_s=64,
         generation="trn3",
         chip_name="Trainium3",
         source="T3",
@@ -397,20 +410,9 @@ CHIPS: dict[str, ChipSpec] = {
             "T3",
             "NeuronLink-v4 per device; the instance page says 2,048 GiB/s [TRN3I]",
         ),
-        neuronlink_latency=_HOP_INTRA,
-        on_chip_latency=_HOP_ON_CHIP,
-        efa_latency=_HOP_INTER,
         efa_bw_per_chip=der(
             200e9 / 8, "B/s", "TRN3I", "12.8 Tbps per 64-chip UltraServer = 200 Gbps per chip"
         ),
-        host_link_bw=assume(
-            51.2 * G,
-            "B/s",
-            "host link not published; PCIe Gen5 x16 (64 GB/s per direction "
-            "[PCIE]) at 80% efficiency",
-            "PCIE",
-        ),
-        host_link_latency=_HOST_LAT,
         cc_cores=pub(16, "", "T3", "the NKI guide says 20 [NKI3]"),
     ),
 }
@@ -449,60 +451,109 @@ class InstanceSpec:
         return CHIPS[self.generation]
 
 
-_NO_PRICE = "no on-demand price published by AWS and no public figure found; pass your own"
+def _listed(
+    name, generation, page, chips, vcpus, memory_gib, efa_gbps, efa_note, topology, price, **kw
+) -> InstanceSpec:
+    """An instance whose chips, vCPUs, host memory and EFA bandwidth its AWS page ``page``
+    lists (a key of SOURCES)."""
+    return InstanceSpec(
+        name,
+        generation,
+        pub(chips, "chips", page),
+        pub(vcpus, "vCPU", page),
+        pub(memory_gib * GiB, "B", page),
+        pub(efa_gbps * 1e9 / 8, "B/s", page, efa_note),
+        topology,
+        price,
+        **kw,
+    )
+
+
+def _unlisted(name, generation, chips: Fig, efa_bw: Fig, topology, price) -> InstanceSpec:
+    """An emulated instance size that AWS publishes no vCPU or host-memory figure for."""
+    return InstanceSpec(
+        name,
+        generation,
+        chips,
+        Fig(None, "vCPU", "", "assumption", "not published"),
+        Fig(None, "B", "", "assumption", "not published"),
+        efa_bw,
+        topology,
+        price,
+        emulated=True,
+    )
+
+
+def _price(usd_per_hour, source, note) -> Fig:
+    return Fig(usd_per_hour, "USD/h", source, "third-party", note)
+
+
+_NO_PRICE = _price(
+    None, "", "no on-demand price published by AWS and no public figure found; pass your own"
+)
+
+# Two instances the table lists again with a difference (trn1n, trn2u).
+_TRN1_32XL = _listed(
+    "trn1.32xlarge",
+    "trn1",
+    page="TRN1I",
+    chips=16,
+    vcpus=128,
+    memory_gib=512,
+    efa_gbps=800,
+    efa_note="800 Gbps EFA",
+    topology="4D hypercube (NeuronLink-v2) [TRN1I]",
+    price=_price(21.50, "USAGE", "on-demand, us-east-1, page updated 2026-06-25"),
+    emulated=False,
+)
+
+_TRN2_48XL = _listed(
+    "trn2.48xlarge",
+    "trn2",
+    page="TRN2I",
+    chips=16,
+    vcpus=192,
+    memory_gib=2048,
+    efa_gbps=3200,
+    efa_note="EFAv3 3,200 Gbps",
+    topology="4x4 2D torus (NeuronLink-v3) [TRN2I]",
+    price=_price(
+        14.56,
+        "SPARECORES",
+        "on-demand us-east-2, read 2026-09 via sparecores.com; "
+        "sold through EC2 Capacity Blocks [CAPB]; 16 x trn2.3xlarge's $2.235 = $35.76 conflicts",
+    ),
+    emulated=True,
+)
 
 INSTANCES: dict[str, InstanceSpec] = {
     i.name: i
     for i in [
-        InstanceSpec(
+        _listed(
             "trn1.2xlarge",
             "trn1",
-            pub(1, "chips", "TRN1I"),
-            pub(8, "vCPU", "TRN1I"),
-            pub(32 * GiB, "B", "TRN1I"),
-            pub(25e9 / 8, "B/s", "TRN1I", "up to 25 Gbps"),
-            "single chip",
-            Fig(
-                1.34,
-                "USD/h",
-                "TRN1PRICE",
-                "third-party",
-                "on-demand; official Neuron benchmark price table",
-            ),
+            page="TRN1I",
+            chips=1,
+            vcpus=8,
+            memory_gib=32,
+            efa_gbps=25,
+            efa_note="up to 25 Gbps",
+            topology="single chip",
+            price=_price(1.34, "TRN1PRICE", "on-demand; official Neuron benchmark price table"),
             emulated=False,
         ),
-        InstanceSpec(
-            "trn1.32xlarge",
-            "trn1",
-            pub(16, "chips", "TRN1I"),
-            pub(128, "vCPU", "TRN1I"),
-            pub(512 * GiB, "B", "TRN1I"),
-            pub(800e9 / 8, "B/s", "TRN1I", "800 Gbps EFA"),
-            "4D hypercube (NeuronLink-v2) [TRN1I]",
-            Fig(
-                21.50,
-                "USD/h",
-                "USAGE",
-                "third-party",
-                "on-demand, us-east-1, page updated 2026-06-25",
-            ),
-            emulated=False,
+        _TRN1_32XL,
+        # trn1.32xlarge with twice the EFA bandwidth
+        dataclasses.replace(
+            _TRN1_32XL,
+            name="trn1n.32xlarge",
+            efa_bw=pub(1600e9 / 8, "B/s", "TRN1I", "1600 Gbps EFA"),
+            price_usd_per_hour=_NO_PRICE,
         ),
-        InstanceSpec(
-            "trn1n.32xlarge",
-            "trn1",
-            pub(16, "chips", "TRN1I"),
-            pub(128, "vCPU", "TRN1I"),
-            pub(512 * GiB, "B", "TRN1I"),
-            pub(1600e9 / 8, "B/s", "TRN1I", "1600 Gbps EFA"),
-            "4D hypercube (NeuronLink-v2) [TRN1I]",
-            Fig(None, "USD/h", "", "third-party", _NO_PRICE),
-            emulated=False,
-        ),
-        InstanceSpec(
+        _unlisted(
             "trn2.3xlarge",
             "trn2",
-            Fig(
+            chips=Fig(
                 1,
                 "chips",
                 "UNVERIFIED",
@@ -510,86 +561,58 @@ INSTANCES: dict[str, InstanceSpec] = {
                 "a 1-chip size named in public benchmark write-ups and an "
                 "AWS SDK changelog; no AWS spec page",
             ),
-            Fig(None, "vCPU", "", "assumption", "not published"),
-            Fig(None, "B", "", "assumption", "not published"),
-            assume(200e9 / 8, "B/s", "one chip's EFA share (200 Gbps per chip [COLL])", "COLL"),
-            "single chip",
-            Fig(
+            efa_bw=assume(
+                200e9 / 8, "B/s", "one chip's EFA share (200 Gbps per chip [COLL])", "COLL"
+            ),
+            topology="single chip",
+            price=_price(
                 2.235,
-                "USD/h",
                 "UNVERIFIED",
-                "third-party",
                 "about $2.235/h (ap-southeast-4, May 2026) in public "
                 "write-ups without a URL; one source says AWS publishes no list price",
             ),
-            emulated=True,
         ),
-        InstanceSpec(
-            "trn2.48xlarge",
-            "trn2",
-            pub(16, "chips", "TRN2I"),
-            pub(192, "vCPU", "TRN2I"),
-            pub(2048 * GiB, "B", "TRN2I"),
-            pub(3200e9 / 8, "B/s", "TRN2I", "EFAv3 3,200 Gbps"),
-            "4x4 2D torus (NeuronLink-v3) [TRN2I]",
-            Fig(
-                14.56,
-                "USD/h",
-                "SPARECORES",
-                "third-party",
-                "on-demand us-east-2, read 2026-09 via sparecores.com; "
-                "sold through EC2 Capacity Blocks [CAPB]; 16 x trn2.3xlarge's $2.235 = $35.76 conflicts",
-            ),
-            emulated=True,
-        ),
-        InstanceSpec(
-            "trn2u.48xlarge",
-            "trn2",
-            pub(16, "chips", "TRN2I"),
-            pub(192, "vCPU", "TRN2I"),
-            pub(2048 * GiB, "B", "TRN2I"),
-            pub(3200e9 / 8, "B/s", "TRN2I"),
-            "4x4 2D torus; 3D torus across the 4 instances of an UltraServer [TRN2I, COLL]",
-            Fig(None, "USD/h", "", "third-party", _NO_PRICE),
-            emulated=True,
+        _TRN2_48XL,
+        # trn2.48xlarge as one of the 4 instances of an UltraServer
+        dataclasses.replace(
+            _TRN2_48XL,
+            name="trn2u.48xlarge",
+            efa_bw=pub(3200e9 / 8, "B/s", "TRN2I"),
+            chip_topology="4x4 2D torus; 3D torus across the 4 instances of an UltraServer "
+            "[TRN2I, COLL]",
+            price_usd_per_hour=_NO_PRICE,
             scaleup_link_bw_per_chip=pub(
                 256 * G, "B/s", "TRN2I", "NeuronLink between the instances of an UltraServer"
             ),
             scaleup_max_instances=4,
         ),
-        InstanceSpec(
+        _unlisted(
             "trn3.3xlarge",
             "trn3",
-            Fig(
+            chips=Fig(
                 1,
                 "chips",
                 "DRV",
                 "assumption",
                 "the driver names 3xlarge variants; customer availability unconfirmed",
             ),
-            Fig(None, "vCPU", "", "assumption", "not published"),
-            Fig(None, "B", "", "assumption", "not published"),
-            der(200e9 / 8, "B/s", "TRN3I", "one chip's share of UltraServer EFA"),
-            "single chip",
-            Fig(None, "USD/h", "", "third-party", _NO_PRICE),
-            emulated=True,
+            efa_bw=der(200e9 / 8, "B/s", "TRN3I", "one chip's share of UltraServer EFA"),
+            topology="single chip",
+            price=_NO_PRICE,
         ),
-        InstanceSpec(
+        _unlisted(
             "trn3.48xlarge",
             "trn3",
-            Fig(
+            chips=Fig(
                 16,
                 "chips",
                 "DRV",
                 "published",
                 "16-device 'PDS' platform in the driver; customer availability unconfirmed",
             ),
-            Fig(None, "vCPU", "", "assumption", "not published"),
-            Fig(None, "B", "", "assumption", "not published"),
-            der(16 * 200e9 / 8, "B/s", "TRN3I", "16 chips x 200 Gbps"),
-            "all-to-all through NeuronSwitch-v1 [TRN3I]",
-            Fig(None, "USD/h", "", "third-party", _NO_PRICE),
-            emulated=True,
+            efa_bw=der(16 * 200e9 / 8, "B/s", "TRN3I", "16 chips x 200 Gbps"),
+            topology="all-to-all through NeuronSwitch-v1 [TRN3I]",
+            price=_NO_PRICE,
         ),
     ]
 }
@@ -692,6 +715,15 @@ def table_rows(generation: str, lnc: int | None = None) -> list[tuple[str, str, 
         else:
             rows.append((label, f"{fig.value / scale:,.4g} {unit}".strip(), fig.cite()))
 
+    def derived(label, value, scale, unit, how):  # a logical-core figure: our arithmetic
+        rows.append(
+            (
+                f"logical core (LNC={lc.lnc}) {label}",
+                f"{value / scale:,.4g} {unit}",
+                f"derived: {how}",
+            )
+        )
+
     for dt, fig in core.tensor_peak.items():
         add(f"{core.name} TensorE {dt} peak", fig, T, "TFLOP/s")
     add(f"{core.name} TensorE clock", core.tensor_clock, G, "GHz")
@@ -703,34 +735,12 @@ def table_rows(generation: str, lnc: int | None = None) -> list[tuple[str, str, 
     add(f"{core.name} SBUF", core.sbuf, MiB, "MiB")
     add(f"{core.name} PSUM", core.psum, MiB, "MiB")
     add(f"{core.name} DMA bandwidth", core.dma_bw, G, "GB/s")
-    rows.append(
-        (
-            f"logical core (LNC={lc.lnc}) TensorE bf16 peak",
-            f"{lc.tensor_peak('bf16') / T:,.4g} TFLOP/s",
-            f"derived: {lc.lnc} x physical",
-        )
-    )
-    rows.append(
-        (
-            f"logical core (LNC={lc.lnc}) HBM",
-            f"{lc.hbm_capacity / GiB:,.4g} GiB",
-            f"derived: chip HBM x {lc.lnc}/{chip.physical_cores}",
-        )
-    )
-    rows.append(
-        (
-            f"logical core (LNC={lc.lnc}) HBM bandwidth",
-            f"{lc.hbm_bw / G:,.4g} GB/s",
-            f"derived: min(chip bw x {lc.lnc}/{chip.physical_cores}, DMA x {lc.lnc})",
-        )
-    )
-    rows.append(
-        (
-            f"logical core (LNC={lc.lnc}) SBUF",
-            f"{lc.sbuf / MiB:,.4g} MiB",
-            f"derived: {lc.lnc} x physical",
-        )
-    )
+    share = f"{lc.lnc}/{chip.physical_cores}"
+    derived("TensorE bf16 peak", lc.tensor_peak("bf16"), T, "TFLOP/s", f"{lc.lnc} x physical")
+    derived("HBM", lc.hbm_capacity, GiB, "GiB", f"chip HBM x {share}")
+    derived("HBM bandwidth", lc.hbm_bw, G, "GB/s", f"min(chip bw x {share}, DMA x {lc.lnc})")
+    derived("SBUF", lc.sbuf, MiB, "MiB", f"{lc.lnc} x physical")
+
     add(f"{chip.chip_name} physical cores", Fig(chip.physical_cores, "", chip.source))
     for dt, fig in chip.peak.items():
         add(f"{chip.chip_name} {dt} peak (chip)", fig, T, "TFLOP/s")

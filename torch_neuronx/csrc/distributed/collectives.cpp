@@ -135,8 +135,6 @@ c10::intrusive_ptr<c10d::Backend> neuron_backend(const PGPtr& pg) {
   }
 }
 
-std::chrono::milliseconds ms(int64_t timeout) { return std::chrono::milliseconds(timeout); }
-
 // PREMUL_SUM (gloo lacks it) runs as SUM over pre-scaled data. Its factor, a scalar or a
 // one-element tensor, lives in the ReduceOp's supplement.
 class Premul {
@@ -187,6 +185,25 @@ class Premul {
   at::Tensor tensor_;
 };
 
+// The c10d options struct `Options` with the fields every kernel's arguments set: asyncOp,
+// and timeout when the op carries one (the coalesced all-gathers do not: the backend's own
+// timeout applies).
+template <typename Options>
+Options options(bool async_op, std::optional<int64_t> timeout) {
+  Options opts;
+  if (timeout) opts.timeout = std::chrono::milliseconds(*timeout);
+  opts.asyncOp = async_op;
+  return opts;
+}
+
+// ... and the reduce op handed to gloo, for the reducing collectives.
+template <typename Options>
+Options reduce_options(const ReduceOp& op, bool async_op, int64_t timeout) {
+  auto opts = options<Options>(async_op, timeout);
+  opts.reduceOp = Premul::for_gloo(op);
+  return opts;
+}
+
 // ---- reducing collectives
 
 std::tuple<std::vector<at::Tensor>, WorkPtr> allreduce_neuron(
@@ -198,11 +215,8 @@ std::tuple<std::vector<at::Tensor>, WorkPtr> allreduce_neuron(
   HostViews host("all_reduce", pg);
   auto data = host.of(tensors);
   Premul(*op, host).scale_in_place(data);
-  c10d::AllreduceOptions opts;
-  opts.reduceOp = Premul::for_gloo(*op);
-  opts.timeout = ms(timeout);
-  opts.asyncOp = async_op;
-  auto work = neuron_backend(pg)->allreduce(data, opts);
+  auto work = neuron_backend(pg)->allreduce(
+      data, reduce_options<c10d::AllreduceOptions>(*op, async_op, timeout));
   return {tensors.vec(), work};
 }
 
@@ -211,11 +225,8 @@ WorkPtr allreduce_coalesced_neuron(at::TensorList tensors, const PGPtr& pg, cons
   HostViews host("all_reduce", pg);
   auto data = host.of(tensors);
   Premul(*op, host).scale_in_place(data);
-  c10d::AllreduceCoalescedOptions opts;
-  opts.reduceOp = Premul::for_gloo(*op);
-  opts.timeout = ms(timeout);
-  opts.asyncOp = async_op;
-  return neuron_backend(pg)->allreduce_coalesced(data, opts);
+  return neuron_backend(pg)->allreduce_coalesced(
+      data, reduce_options<c10d::AllreduceCoalescedOptions>(*op, async_op, timeout));
 }
 
 WorkPtr reduce_neuron(at::TensorList tensors, const PGPtr& pg, const OpPtr& op, int64_t root_rank,
@@ -223,22 +234,10 @@ WorkPtr reduce_neuron(at::TensorList tensors, const PGPtr& pg, const OpPtr& op, 
   HostViews host("reduce", pg);
   auto data = host.of(tensors);
   Premul(*op, host).scale_in_place(data);
-  c10d::ReduceOptions opts;
-  opts.reduceOp = Premul::for_gloo(*op);
+  auto opts = reduce_options<c10d::ReduceOptions>(*op, async_op, timeout);
   opts.rootRank = root_rank;
   opts.rootTensor = root_tensor;
-  opts.timeout = ms(timeout);
-  opts.asyncOp = async_op;
   return neuron_backend(pg)->reduce(data, opts);
-}
-
-c10d::ReduceScatterOptions reduce_scatter_options(const ReduceOp& op, bool async_op,
-                                                  int64_t timeout) {
-  c10d::ReduceScatterOptions opts;
-  opts.reduceOp = Premul::for_gloo(op);
-  opts.timeout = ms(timeout);
-  opts.asyncOp = async_op;
-  return opts;
 }
 
 std::tuple<std::vector<at::Tensor>, WorkPtr> reduce_scatter_neuron(const at::TensorList& outputs,
@@ -249,8 +248,8 @@ std::tuple<std::vector<at::Tensor>, WorkPtr> reduce_scatter_neuron(const at::Ten
   auto out = host.of(outputs);
   auto in = host.of(inputs);
   in = Premul(*op, host).scaled(std::move(in));
-  auto work =
-      neuron_backend(pg)->reduce_scatter(out, in, reduce_scatter_options(*op, async_op, timeout));
+  auto work = neuron_backend(pg)->reduce_scatter(
+      out, in, reduce_options<c10d::ReduceScatterOptions>(*op, async_op, timeout));
   return {outputs.vec(), work};
 }
 
@@ -261,7 +260,7 @@ std::tuple<at::Tensor, WorkPtr> reduce_scatter_base_neuron(at::Tensor& output, a
   auto out = host.of(output);
   auto in = Premul(*op, host).scaled(host.of(input));
   auto work = neuron_backend(pg)->_reduce_scatter_base(
-      out, in, reduce_scatter_options(*op, async_op, timeout));
+      out, in, reduce_options<c10d::ReduceScatterOptions>(*op, async_op, timeout));
   return {output, work};
 }
 
@@ -272,24 +271,18 @@ WorkPtr reduce_scatter_tensor_coalesced_neuron(at::TensorList outputs, at::Tenso
   auto out = host.of(outputs);
   auto in = Premul(*op, host).scaled(host.of(inputs));
   return neuron_backend(pg)->reduce_scatter_tensor_coalesced(
-      out, in, reduce_scatter_options(*op, async_op, timeout));
+      out, in, reduce_options<c10d::ReduceScatterOptions>(*op, async_op, timeout));
 }
 
 // ---- data movement
-
-c10d::AllgatherOptions allgather_options(bool async_op, int64_t timeout) {
-  c10d::AllgatherOptions opts;
-  opts.timeout = ms(timeout);
-  opts.asyncOp = async_op;
-  return opts;
-}
 
 std::tuple<TensorLists, WorkPtr> allgather_neuron(const TensorLists& outputs, at::TensorList inputs,
                                                   const PGPtr& pg, bool async_op, int64_t timeout) {
   HostViews host("all_gather", pg);
   auto out = host.of(outputs);
   auto in = host.of(inputs);
-  auto work = neuron_backend(pg)->allgather(out, in, allgather_options(async_op, timeout));
+  auto work =
+      neuron_backend(pg)->allgather(out, in, options<c10d::AllgatherOptions>(async_op, timeout));
   return {outputs, work};
 }
 
@@ -299,19 +292,18 @@ std::tuple<at::Tensor, WorkPtr> allgather_base_neuron(at::Tensor& output, at::Te
   HostViews host("all_gather", pg);
   auto out = host.of(output);
   auto in = host.of(input);
-  auto work = neuron_backend(pg)->_allgather_base(out, in, allgather_options(async_op, timeout));
+  auto work = neuron_backend(pg)->_allgather_base(
+      out, in, options<c10d::AllgatherOptions>(async_op, timeout));
   return {output, work};
 }
 
-// The coalesced all-gathers carry no timeout argument: the backend's own timeout applies.
 WorkPtr allgather_coalesced_neuron(const TensorLists& outputs, const at::TensorList& inputs,
                                    const PGPtr& pg, bool async_op) {
   HostViews host("all_gather", pg);
   auto out = host.of(outputs);
   auto in = host.of(inputs);
-  c10d::AllgatherOptions opts;
-  opts.asyncOp = async_op;
-  return neuron_backend(pg)->allgather_coalesced(out, in, opts);
+  return neuron_backend(pg)->allgather_coalesced(
+      out, in, options<c10d::AllgatherOptions>(async_op, std::nullopt));
 }
 
 WorkPtr allgather_into_tensor_coalesced_neuron(at::TensorList outputs, at::TensorList inputs,
@@ -319,9 +311,8 @@ WorkPtr allgather_into_tensor_coalesced_neuron(at::TensorList outputs, at::Tenso
   HostViews host("all_gather", pg);
   auto out = host.of(outputs);
   auto in = host.of(inputs);
-  c10d::AllgatherOptions opts;
-  opts.asyncOp = async_op;
-  return neuron_backend(pg)->allgather_into_tensor_coalesced(out, in, opts);
+  return neuron_backend(pg)->allgather_into_tensor_coalesced(
+      out, in, options<c10d::AllgatherOptions>(async_op, std::nullopt));
 }
 
 std::tuple<std::vector<at::Tensor>, WorkPtr> broadcast_neuron(at::TensorList tensors,
@@ -330,11 +321,9 @@ std::tuple<std::vector<at::Tensor>, WorkPtr> broadcast_neuron(at::TensorList ten
                                                               int64_t timeout) {
   HostViews host("broadcast", pg);
   auto data = host.of(tensors);
-  c10d::BroadcastOptions opts;
+  auto opts = options<c10d::BroadcastOptions>(async_op, timeout);
   opts.rootRank = root_rank;
   opts.rootTensor = root_tensor;
-  opts.timeout = ms(timeout);
-  opts.asyncOp = async_op;
   auto work = neuron_backend(pg)->broadcast(data, opts);
   return {tensors.vec(), work};
 }
@@ -344,10 +333,8 @@ WorkPtr gather_neuron(const TensorLists& outputs, const at::TensorList& inputs, 
   HostViews host("gather", pg);
   auto out = host.of(outputs);
   auto in = host.of(inputs);
-  c10d::GatherOptions opts;
+  auto opts = options<c10d::GatherOptions>(async_op, timeout);
   opts.rootRank = root_rank;
-  opts.timeout = ms(timeout);
-  opts.asyncOp = async_op;
   return neuron_backend(pg)->gather(out, in, opts);
 }
 
@@ -358,19 +345,10 @@ std::tuple<std::vector<at::Tensor>, WorkPtr> scatter_neuron(const at::TensorList
   HostViews host("scatter", pg);
   auto out = host.of(outputs);
   auto in = host.of(inputs);
-  c10d::ScatterOptions opts;
+  auto opts = options<c10d::ScatterOptions>(async_op, timeout);
   opts.rootRank = root_rank;
-  opts.timeout = ms(timeout);
-  opts.asyncOp = async_op;
   auto work = neuron_backend(pg)->scatter(out, in, opts);
   return {outputs.vec(), work};
-}
-
-c10d::AllToAllOptions alltoall_options(bool async_op, int64_t timeout) {
-  c10d::AllToAllOptions opts;
-  opts.timeout = ms(timeout);
-  opts.asyncOp = async_op;
-  return opts;
 }
 
 std::tuple<std::vector<at::Tensor>, WorkPtr> alltoall_neuron(const at::TensorList& outputs,
@@ -380,7 +358,8 @@ std::tuple<std::vector<at::Tensor>, WorkPtr> alltoall_neuron(const at::TensorLis
   HostViews host("all_to_all", pg);
   auto out = host.of(outputs);
   auto in = host.of(inputs);
-  auto work = neuron_backend(pg)->alltoall(out, in, alltoall_options(async_op, timeout));
+  auto work =
+      neuron_backend(pg)->alltoall(out, in, options<c10d::AllToAllOptions>(async_op, timeout));
   return {outputs.vec(), work};
 }
 
@@ -392,7 +371,7 @@ WorkPtr alltoall_base_neuron(at::Tensor& output, at::Tensor& input, const PGPtr&
   auto out = host.of(output);
   auto in = host.of(input);
   return neuron_backend(pg)->alltoall_base(out, in, output_split_sizes, input_split_sizes,
-                                           alltoall_options(async_op, timeout));
+                                           options<c10d::AllToAllOptions>(async_op, timeout));
 }
 
 // dist.barrier() passes a one-byte tensor on the accelerator (neuron) only to pick this
@@ -401,10 +380,8 @@ WorkPtr barrier_neuron(at::Tensor tensor, const PGPtr& pg, const std::vector<int
                        bool async_op, int64_t timeout) {
   HostViews host("barrier", pg);
   host.of(tensor);  // device work issued before the barrier is finished at it
-  c10d::BarrierOptions opts;
+  auto opts = options<c10d::BarrierOptions>(async_op, timeout);
   opts.device_ids = device_ids;
-  opts.timeout = ms(timeout);
-  opts.asyncOp = async_op;
   return neuron_backend(pg)->barrier(opts);
 }
 

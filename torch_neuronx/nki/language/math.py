@@ -187,6 +187,23 @@ def var(x, axis, dtype=None, keepdims=False, mask=None):
     return mean(sq, axes, dtype or x.dtype, keepdims=True)
 
 
+def _activation_with_sum(op, x, bias=None):
+    """float32 ``op(x + bias)`` and its per-partition sum, one Scalar Engine instruction (the
+    sum accumulates in the engine's reduce registers): returns (values, (P, 1) sums)."""
+    y = _alloc(x.shape, dtypes.float32, sbuf)
+    total = _alloc((x.partitions, 1), dtypes.float32, sbuf)
+    isa.activation(
+        dst=y,
+        op=op,
+        data=x,
+        bias=bias,
+        reduce_op=OPS["add"],
+        reduce_res=total,
+        reduce_cmd=isa.reduce_cmd.reset_reduce,
+    )
+    return y, total
+
+
 def softmax(x, axis=-1, dtype=None, mask=None):
     """Numerically stable softmax along the free ``axis``: max, exp(x - max) with a fused
     sum, reciprocal, scale (5 instructions)."""
@@ -196,17 +213,7 @@ def softmax(x, axis=-1, dtype=None, mask=None):
         fail("nl.softmax reduces all free dims of the tile; reshape to (P, F) first")
     mx = _alloc((x.partitions, 1), dtypes.float32, sbuf)
     isa.tensor_reduce(dst=mx, op=OPS["maximum"], data=x, axis=axes, negate=True)
-    e = _alloc(x.shape, dtypes.float32, sbuf)
-    s = _alloc((x.partitions, 1), dtypes.float32, sbuf)
-    isa.activation(
-        dst=e,
-        op=OPS["exp"],
-        data=x,
-        bias=mx,
-        reduce_op=OPS["add"],
-        reduce_res=s,
-        reduce_cmd=isa.reduce_cmd.reset_reduce,
-    )
+    e, s = _activation_with_sum(OPS["exp"], x, bias=mx)
     r = _alloc((x.partitions, 1), dtypes.float32, sbuf)
     isa.reciprocal(dst=r, data=s)
     out = _alloc(x.shape, dtype or x.dtype, sbuf)
@@ -217,16 +224,7 @@ def softmax(x, axis=-1, dtype=None, mask=None):
 def rms_norm(x, w, axis, n, epsilon=1e-6, dtype=None, compute_dtype=None):
     """``x / sqrt(mean(x^2) + epsilon) * w`` along the free ``axis``."""
     _on_chip(x, "rms_norm")
-    ss = _alloc(x.shape, dtypes.float32, sbuf)
-    total = _alloc((x.partitions, 1), dtypes.float32, sbuf)
-    isa.activation(
-        dst=ss,
-        op=OPS["square"],
-        data=x,
-        reduce_op=OPS["add"],
-        reduce_res=total,
-        reduce_cmd=isa.reduce_cmd.reset_reduce,
-    )
+    _, total = _activation_with_sum(OPS["square"], x)
     ms = _alloc((x.partitions, 1), dtypes.float32, sbuf)
     isa.tensor_scalar(
         dst=ms,
