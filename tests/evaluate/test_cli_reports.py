@@ -61,7 +61,13 @@ def test_fallback_host_sync_and_recompile_with_source_lines(run_eval):
     assert fb and marker_line("problems.py", "fallback") in _site_lines(fb, "problems.py")
     reads = rep["host_sync"]["reads"]
     assert marker_line("problems.py", "sync") in _site_lines(reads, "problems.py")
-    assert any(x["name"] == "bool(tensor)" or x["name"] == ".item()" for x in reads)
+    # the kind is the call that read (observed), at its line
+    item = [x for x in reads if x["name"] == ".item()"]
+    assert item and marker_line("problems.py", "sync") in _site_lines(item, "problems.py"), reads
+    unsupported = rep["placement"]["unsupported_features"]
+    assert [u["name"] for u in unsupported] == ["torch.func transforms"], unsupported
+    assert marker_line("problems.py", "unsupported") in _site_lines(unsupported, "problems.py")
+    assert any("torch.func transforms" in i["item"] for i in rep["readiness"])
     assert rep["host_sync"]["in_steady_state_per_step"] >= 1
     rc = rep["compilation"]["recompiles"]
     assert rc, rep["compilation"]
@@ -78,6 +84,17 @@ def test_fallback_host_sync_and_recompile_with_source_lines(run_eval):
         "recompile",
     }
     assert rep["readiness"][0]["status"] == "fail" and "linalg_qr" in rep["readiness"][0]["item"]
+
+
+def test_a_second_run_reports_the_warm_cache_compile_time(run_eval):
+    # the same script twice with one compile cache (the session's): cold, then from the cache
+    cold = run_eval("problems", "--fail-on", "fallback,recompile", "problems.py")
+    warm = run_eval("problems_warm", "problems.py")
+    c0, c1 = cold.report["compilation"], warm.report["compilation"]
+    assert c0["graphs"] >= 1 and c0["graphs_from_cache"] == 0 and c0["compile_cold_s"] > 0
+    assert "run again" in c0["warm_cache_note"]
+    assert c1["graphs"] == c1["graphs_from_cache"] == c0["graphs"] and c1["compile_cold_s"] == 0
+    assert 0 < c1["compile_warm_cache_s"] < c0["compile_cold_s"]
 
 
 def test_raising_script_still_writes_report(run_eval):

@@ -1,5 +1,6 @@
-"""``--fake`` on a Llama-3-8B-sized transformers model built from a config: seconds, a few
-GiB of host memory, the ordinary idioms of a training script."""
+"""A Hugging Face transformers Llama built from a config: ``--fake`` at Llama-3-8B size (seconds,
+a few GiB of host memory, the ordinary idioms of a training script), and a tiny one run for
+real on neuron against a CPU reference."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def test_fake_llama_8b_projection(run_eval):
         "trn2.3xlarge,trn2.48xlarge,trn3.3xlarge",
         "--tokens-per-step",
         "2048",
-        "llama_fake.py",
+        "hf_llama.py",
         "--seq",
         "2048",
     )
@@ -42,9 +43,38 @@ def test_fake_llama_8b_projection(run_eval):
     for p in fk["profiles"]:
         assert p["step_s"] > 0 and 0 < p["mfu"] < 1
     # .item() on a fake loss is data dependence, reported at the script's line
-    line = marker_line("llama_fake.py", "item")
+    line = marker_line("hf_llama.py", "item")
     assert any(
-        d["site"].startswith(f"{SCRIPTS / 'llama_fake.py'}:{line}") for d in fk["data_dependence"]
+        d["site"].startswith(f"{SCRIPTS / 'hf_llama.py'}:{line}") for d in fk["data_dependence"]
     )
     assert fk["trace_wall_s"] < 60
     assert fk["host_max_rss_bytes"] < 4 * 2**30
+
+
+def test_hf_llama_from_a_config_runs_for_real_with_a_cpu_reference(run_eval):
+    r = run_eval(
+        "hf_llama_tiny",
+        "--reference",
+        "cpu",
+        "--fail-on",
+        "fallback,numerics",
+        "hf_llama.py",
+        "--size",
+        "tiny",
+        "--seq",
+        "32",
+        "--batch",
+        "2",
+        "--eager",
+    )
+    assert r.rc == 0, r.explain()
+    rep = r.report
+    assert rep["status"] == "ok" and rep["steps_completed"] == 1
+    assert rep["placement"]["native_calls"] > 100 and rep["placement"]["fallback_calls"] == 0
+    item = [x for x in rep["host_sync"]["reads"] if x["name"] == ".item()"]
+    assert item and item[0]["sites"][0]["site"].startswith(
+        f"{SCRIPTS / 'hf_llama.py'}:{marker_line('hf_llama.py', 'item')} "
+    )
+    n = rep["numerics"]
+    assert n["verdict"] == "pass" and n["runs"]["reference"]["touched_neuron"] is False
+    assert rep["projection"]["profiles"][0]["step_s"] > 0

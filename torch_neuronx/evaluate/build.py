@@ -19,7 +19,7 @@ from torch_neuronx.perf import target as perf_target
 from torch_neuronx.runtime import hardware
 
 SCHEMA = "torch-neuronx-evaluate"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: placement.unsupported_features rows are objects (was strings)
 SECTIONS = (
     "placement",
     "host_sync",
@@ -68,20 +68,10 @@ def placement(c) -> dict:
             else "TORCH_NEURONX_STRICT=1 would pass: no CPU fallback"
         ),
         "top_native_ops": [{"name": k, "count": v} for k, v in c.placement_native.most_common(15)],
-        "unsupported_features": _unsupported_features(),
+        "unsupported_features": [
+            {**r, "advice": c.unsupported_advice.get(r["name"], "")} for r in c.unsupported.rows()
+        ],
     }
-
-
-def _unsupported_features() -> list:
-    try:
-        from torch_neuronx.eager import unsupported_features as uf
-
-        seen = getattr(uf, "seen", None) or getattr(uf, "get_seen", None)
-        if callable(seen):
-            return [str(x) for x in seen()]
-    except Exception:
-        pass
-    return []
 
 
 def host_sync(c, nsteps: int) -> dict:
@@ -152,6 +142,18 @@ def compilation(c, extra: dict | None) -> dict:
         "graph_breaks": c.graph_breaks,
         "recompiles": c.recompiles,
         "compile_s": sum(g.get("total_s") or 0.0 for g in graphs),
+        # the backend's persistent cache says which graphs compiled cold and which loaded
+        "compile_cold_s": sum(g.get("total_s") or 0.0 for g in graphs if g.get("cache") != "hit"),
+        "compile_warm_cache_s": sum(
+            g.get("total_s") or 0.0 for g in graphs if g.get("cache") == "hit"
+        ),
+        "graphs_from_cache": sum(g.get("cache") == "hit" for g in graphs),
+        "warm_cache_note": (
+            "every graph compiled cold: run again to measure the warm-cache time (the persistent "
+            "compile cache, TORCH_NEURONX_NEFF_CACHE_DIR, now holds these graphs)"
+            if graphs and not any(g.get("cache") == "hit" for g in graphs)
+            else ""
+        ),
         "cold_step_s": wall[0] if wall else None,
         "warm_step_s": wall[1] if len(wall) > 1 else None,
         "steady_state_step_s": _median(wall[2:] or wall[1:] or wall),
@@ -160,7 +162,7 @@ def compilation(c, extra: dict | None) -> dict:
     }
 
 
-def numerics(c, runs: dict | None, tolerances: dict) -> dict:
+def numerics(c, runs: dict | None, tolerances: dict, note: str | None = None) -> dict:
     out = {
         "policy_deviations": {
             "float64_in_float32": {
@@ -171,7 +173,8 @@ def numerics(c, runs: dict | None, tolerances: dict) -> dict:
             "autocast": {
                 "count": sum(c.autocast.count.values()),
                 "ops": c.autocast.rows(),
-                "policy": "ops under torch.autocast('neuron') run in the autocast dtype",
+                "policy": "ops of a torch.autocast('neuron') region that produced the autocast "
+                "dtype (lower precision than the reference's)",
             },
         },
         "tolerances": tolerances,
@@ -179,10 +182,12 @@ def numerics(c, runs: dict | None, tolerances: dict) -> dict:
         "comparisons": [],
         "verdict": "not compared",
     }
-    if not runs:
-        out["verdict_reason"] = (
-            "no reference run: the Python API (torch_neuronx.evaluate.evaluate_model) runs the "
-            "same steps on the reference device and compares them"
+    if note:
+        out["note"] = note
+    if not runs or len(runs) < 2:
+        out["verdict_reason"] = note or (
+            "no reference run: pass --reference cpu (the script is re-run with the neuron "
+            "device mapped to the CPU) or use the Python API (evaluate_model)"
         )
         return out
     ok = True
@@ -204,6 +209,8 @@ def numerics(c, runs: dict | None, tolerances: dict) -> dict:
                 if va is None or vb is None:
                     continue
                 diffs.append(abs(va - vb) / max(abs(vb), 1e-12))
+            if not diffs:  # e.g. no optimizer: no gradient norm was read
+                continue
             worst = max(diffs, default=0.0)
             tol = tolerances.get(quantity, tolerances.get("loss"))
             passed = worst <= tol and all(math.isfinite(v) for v in xa if v is not None)
@@ -269,7 +276,8 @@ def memory_fit(
         }
         if peak > cap and static and activations is not None and activations < cap:
             degree = math.ceil(pgo / (cap - activations))
-            row["fsdp_degree_estimate"] = degree if degree <= p.cores else None
+            row["fsdp_degree_estimate"] = degree
+            row["instances_needed"] = math.ceil(degree / p.cores)
             row["fsdp_note"] = (
                 f"estimate: FSDP over {degree} cores holds {pgo / degree / 2**30:.2f} GiB of "
                 f"parameters+gradients+optimizer state per core plus {activations / 2**30:.2f} GiB "
@@ -317,6 +325,7 @@ def projection(c, profiles: list, work: dict | None) -> dict:
         "modeled_step_s_emulated": _median([max(s.device_s.values(), default=0.0) for s in steps]),
         "flops_per_step": flops,
         "profiles": rows,
+        "scaled_nki_costs": getattr(c, "scaled_costs", 0),
         "by_op": [
             {"name": n, "count": k, "modeled_s": t, "flops": f, "kind": kind}
             for n, k, t, f, kind in breakdown
@@ -329,9 +338,11 @@ ASSUMPTIONS = [
     "Modeled by torch_neuronx.perf (docs/perf-model.md): a roofline per op/kernel from public hardware "
     "figures; no Trainium was used.",
     "Step time = the steady-state steps' median (the first step is left out: it pays compilation).",
-    "Eager ops are re-costed on each profile from their work; compiled kernels are scaled from the emulated "
-    "profile by the ratio of peak FLOP/s and HBM bandwidth; copies, collectives and CPU fallbacks keep their "
-    "emulated-profile time.",
+    "Every recorded piece of work (eager op, compiled kernel, collective, copy, CPU fallback) is re-costed "
+    "with each profile's own hardware figures from what it recorded (torch_neuronx.perf.recost); a CPU "
+    "fallback keeps its measured host kernel time. Only NKI kernels (simulated instruction by instruction on "
+    "the emulated generation) are scaled by the ratio of peak FLOP/s and HBM bandwidth "
+    "('scaled_nki_costs' counts them).",
     "'compiled_step_s' models the same ops as kernels of one compiled graph (no per-op launch).",
     "Cost = instance price x time. 'usd_per_1000_steps' pays for the whole instance(s) the run's ranks "
     "occupy; per-token cost assumes every core of the instance runs a data-parallel replica at this step time.",
@@ -412,6 +423,14 @@ def readiness(rep: dict) -> list:
         )
     else:
         items.append({"status": "pass", "item": "Every op ran natively on the device"})
+    for r in pl.get("unsupported_features") or []:
+        site = r["sites"][0]["site"] if r["sites"] else "?"
+        items.append(
+            {
+                "status": "warn",
+                "item": f"{r['name']} is not supported by TorchNeuron (at {site}): {r['advice']}",
+            }
+        )
     if hs.get("in_steady_state_per_step"):
         first = (hs.get("reads") or hs.get("data_dependent_shapes") or [{}])[0]
         site = (first.get("sites") or [{}])[0].get("site", "?")

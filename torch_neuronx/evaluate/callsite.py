@@ -57,7 +57,15 @@ def user_site(skip: int = 2) -> str:
     fr = user_frame(skip)
     if fr is None:
         return "<no user frame>"
-    return f"{fr[0]}:{fr[1]} in {fr[2]}"
+    fn = fr[2]
+    if fn.startswith(_RESUME):  # the rest of a compiled function after a graph break
+        fn = fn[len(_RESUME) :].rsplit("_at_", 1)[0]
+    return f"{fr[0]}:{fr[1]} in {fn}"
+
+
+#: Dynamo names the code that runs the rest of function f after a graph break at line N
+#: "torch_dynamo_resume_in_f_at_N"; the user's function is f
+_RESUME = "torch_dynamo_resume_in_"
 
 
 def source_line(site: str) -> str:

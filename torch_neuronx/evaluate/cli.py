@@ -2,6 +2,7 @@
 
     torch-neuronx evaluate train.py --epochs 1            # instrumented run, report in ./neuron-eval/
     torch-neuronx evaluate --steps 20 --fail-on fallback,recompile train.py
+    torch-neuronx evaluate --reference cpu --fail-on numerics train.py   # + numerics vs the CPU
     torch-neuronx evaluate --fake --fsdp 8 --tp 4 train_llama.py   # full-size projection, fake tensors
     torchrun --nproc-per-node 2 -m torch_neuronx.tools.cli evaluate train_ddp.py   # per-rank + merged
 
@@ -67,6 +68,16 @@ def add_parser(sub) -> None:
         "--fsdp", type=int, default=1, help="--fake: FSDP / data-parallel sharding degree"
     )
     e.add_argument("--tp", type=int, default=1, help="--fake: tensor-parallel degree")
+    e.add_argument(
+        "--reference",
+        help="numerics: re-run the script with the neuron device mapped to this device (cpu; "
+        "cuda where present; auto) and compare per-step loss and gradient norm; a compiled "
+        "script is also re-run on neuron eagerly (docs/evaluate.md)",
+    )
+    e.add_argument(
+        "--tolerance",
+        help="relative tolerances of the numerics verdict, e.g. loss=1e-4,grad_norm=1e-3",
+    )
     e.add_argument("--quiet", action="store_true", help="no summary or progress bar")
     e.add_argument("script", help="the Python script to run")
     e.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
@@ -98,6 +109,15 @@ def cmd_evaluate(args) -> int:
         )
         if args.steps is not None and args.steps < 1:
             raise ValueError("--steps must be >= 1")
+        tolerances = _tolerances(args.tolerance)
+        if "numerics" in fail_on and not args.reference:  # a gate that could never hold
+            raise ValueError("--fail-on numerics compares with a reference: add --reference cpu")
+        if args.reference:
+            from .reference import validate_device
+
+            args.reference = validate_device(args.reference)
+            if args.fake:
+                raise ValueError("--reference compares computed values; --fake computes none")
     except ValueError as e:
         print(f"torch-neuronx evaluate: error: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -111,10 +131,29 @@ def cmd_evaluate(args) -> int:
     }
     if args.fake:
         return _fake_cmd(args, profs, work, fail_on)
-    return _run_cmd(args, profs, work, fail_on)
+    return _run_cmd(args, profs, work, fail_on, tolerances)
 
 
-def _run_cmd(args, profs, work, fail_on) -> int:
+def _tolerances(text: str | None) -> dict:
+    """'loss=1e-4,grad_norm=1e-3' -> the verdict's relative tolerances (defaults for the rest)."""
+    out = {"loss": 1e-4, "grad_norm": 1e-3, "output": 1e-3}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        name, sep, value = part.strip().partition("=")
+        if not sep or name not in out:
+            raise ValueError(
+                f"malformed --tolerance {part!r}: expected QUANTITY=RTOL with QUANTITY one of "
+                + ", ".join(out)
+            )
+        try:
+            out[name] = float(value)
+        except ValueError:
+            raise ValueError(f"malformed --tolerance {part!r}: {value!r} is not a number") from None
+    return out
+
+
+def _run_cmd(args, profs, work, fail_on, tolerances) -> int:
     from . import build, render_text
     from .runner import rank_and_world, run_script
     from .session import Evaluation, write
@@ -128,6 +167,7 @@ def _run_cmd(args, profs, work, fail_on) -> int:
         work=work,
         progress=progress,
         argv=[args.script, *args.args],
+        tolerances=tolerances,
     )
     try:
         run_script(ev, args.script, args.args)
@@ -137,7 +177,22 @@ def _run_cmd(args, profs, work, fail_on) -> int:
         return EXIT_USAGE
     finally:
         progress.close()
-    rep = ev.report(rank=rank, world_size=world)
+    runs, note = None, None
+    if args.reference and world > 1:
+        note = "--reference is not supported under torchrun (one process re-runs one script)"
+    elif args.reference and ev.status != "ok":
+        note = f"no reference run: the evaluated run did not finish ({ev.status})"
+    elif args.reference:
+        from .reference import runs_for
+
+        if not args.quiet:
+            print(f"torch-neuronx evaluate: re-running on {args.reference} for the numerics...")
+        try:
+            runs, note = runs_for(ev, args.reference, args.script, args.args, args.steps, args.out)
+        except KeyboardInterrupt as e:  # Ctrl-C during the re-runs: the report still comes
+            ev.fail(e, status="interrupted")
+            note = "the reference run was interrupted (Ctrl-C): numerics not compared"
+    rep = ev.report(rank=rank, world_size=world, runs=runs, numerics_note=note)
     stem = "report" if world == 1 else f"report-rank{rank}"
     rep["fail_on"] = {"requested": fail_on, "triggered": build.gate(rep, fail_on)}
     paths = write(rep, args.out, stem, html=not args.no_html)
@@ -296,6 +351,8 @@ def _fake_cmd(args, profs, work, fail_on) -> int:
             }
         )
     triggered = []
+    if "fallback" in fail_on and rec.fallbacks:
+        triggered.append(f"fallback: {sum(rec.fallbacks.values())} op calls without a lowering")
     if "memory" in fail_on and not any(r["fits"] for r in rep["fake_projection"]["profiles"]):
         triggered.append("memory: the layout does not fit one core of any profile")
     rep["fail_on"] = {"requested": fail_on, "triggered": triggered}

@@ -4,17 +4,21 @@ One :class:`Collector` watches a region (a script, or N steps of a model) and ke
 
 - **placement**: every eager op the driver runs (native or CPU fallback), with the user source
   lines of fallbacks; policy deviations (float64 arithmetic run in float32, ops under autocast)
-  with call sites. Source: the driver's per-op callback (``_C._set_perf_callback``), which the
+  with call sites; unsupported features met (``eager/unsupported_features.report``, observed
+  for the region). Source: the driver's per-op callback (``_C._set_perf_callback``), which the
   collector wraps for the duration of the region and forwards to the performance model's own
   hook (``eager/perf_hook.py``), so modeled costs are unchanged;
-- **host synchronisation**: every device-to-host read (``.item()``, ``.cpu()``, printing,
-  ``bool()``), seen as the model's ``device_to_host`` copy events -- the driver's single
-  host-read point (``sync_for_host_read``, counter ``Runtime.HostReadSyncs``) is also read so
-  that no sync goes uncounted -- and data-dependent output shapes (``nonzero`` and kin);
+- **host synchronisation**: every device-to-host read, classified by the call that made it:
+  the Python-level reads (``.item()``, ``float()``, ``bool()``, ``.tolist()``, ``.cpu()``,
+  ``.to("cpu")``, printing) through wrapped ``torch.Tensor`` methods (``host_reads.py``), any
+  other transfer as the model's ``device_to_host`` copy event named after its op; the driver's
+  single host-read point (counter ``Runtime.HostReadSyncs``) is read as a cross-check; and
+  data-dependent output shapes (``nonzero`` and kin) from the op callback;
 - **modeled time**: every event of ``torch_neuronx.perf`` (eager ops, compiled kernels,
-  collectives, copies, fallbacks) on the emulated profile, and the same work re-costed on each
-  projected profile (eager ops exactly, from their :class:`~torch_neuronx.perf.Work`; compiled
-  kernels by scaling their compute and memory times to the profile's peak and bandwidth);
+  collectives, copies, fallbacks) on the emulated profile, and the same piece of work
+  re-costed with each projected profile's hardware figures (``perf.recost``: from the
+  :class:`~torch_neuronx.perf.Work` or arguments the cost was computed from; only NKI kernels,
+  simulated on the emulated generation, are scaled);
 - **memory**: peak allocated / reserved per device per step and a timeline;
 - **compilation**: Dynamo's graph breaks and recompilations (its own ``graph_breaks`` and
   ``recompiles`` log artifacts, caught by a handler instead of printed) and the ``neuron``
@@ -36,12 +40,11 @@ from torch_neuronx import _C
 from torch_neuronx import metrics as _metrics
 from torch_neuronx.eager import perf_hook
 from torch_neuronx.eager.op_policy import HOST_CPU, engine_for
-from torch_neuronx.perf import clock, roofline
+from torch_neuronx.perf import clock, recost
 from torch_neuronx.perf import events as ev
-from torch_neuronx.perf import report as perf_report
 from torch_neuronx.perf import target as perf_target
-from torch_neuronx.perf import work as wk
 
+from . import host_reads
 from .callsite import source_line, user_site
 
 #: ops whose output shape depends on the data: the host must read a count before it can go on
@@ -83,23 +86,6 @@ class _Sites:
             }
             for k, n in self.count.most_common()
         ]
-
-
-def _classify_read(site: str, nbytes: float) -> str:
-    text = source_line(site)
-    if re.search(r"\bprint\(|f\"|f'|\.format\(|repr\(|str\(", text):
-        return "printing"
-    if ".item()" in text:
-        return ".item()"
-    if ".tolist()" in text:
-        return ".tolist()"
-    if ".numpy()" in text:
-        return ".numpy()"
-    if re.search(r"\bbool\(|^\s*(if|while|assert|elif)\b|\band\b|\bor\b|\bnot\b", text):
-        return "bool(tensor)"
-    if ".cpu()" in text or ".to(" in text or 'to("cpu")' in text:
-        return ".cpu()/.to(cpu)"
-    return ".item()" if nbytes <= 8 else "device-to-host copy"
 
 
 class _Step:
@@ -175,6 +161,10 @@ class Collector:
         self.data_dependent = _Sites()
         self.float64 = _Sites()
         self.autocast = _Sites()
+        self.unsupported = _Sites()  # feature -> call sites
+        self.unsupported_advice: dict = {}
+        self._real_unsupported = None
+        self._real_autocast = None
         self.op_time: dict = {}  # (kind, name) -> [count, modeled s, flops, bytes]
         self.op_projected: dict = collections.defaultdict(
             collections.Counter
@@ -183,7 +173,8 @@ class Collector:
         self.recompiles: list = []
         self.memory_timeline: list = []  # (wall s since start, device, allocated, reserved)
         self.devices_seen: set = set()
-        self.optimizers: list = []
+        self.optimizers: list = []  # those whose steps are the device's steps
+        self.optimizer_order: list = []  # every optimizer that stepped, by its first step
         self.touched_neuron = False
         self._internal = 0
         self._events_since_sample = 0
@@ -193,20 +184,30 @@ class Collector:
         self._loggers: list = []
         self._active = False
         self._cur_target = perf_target.current()
-        self._ratio_cache: dict = {}
+        self._recost_cache: dict = {}  # id(cost) -> (cost, {profile: (s, compiled s)})
+        self.scaled_costs = 0  # events without a basis (NKI kernels): scaled, not re-costed
         self.stop_requested = False
         self.explicit = False
         self.pending_loss = None
+        self._thread = threading.local()  # .op: the eager op being reported on this thread
 
     # -- region ---------------------------------------------------------------------------
     def start(self) -> Collector:
         self._t0 = time.perf_counter()
         self._sync_counter0 = _metrics.get_counter_value("Runtime.HostReadSyncs") or 0
-        clock.add_listener(self._on_event)
+        # the callbacks run outside Dynamo: when a compiled function's eager remainder (after a
+        # graph break) runs an op, Dynamo would otherwise try to trace these frames and report
+        # their locks and hooks as graph breaks of the user's code
+        self._on_event_cb = _untraced(self._on_event)
+        self._on_op_cb = _untraced(self._on_op)
+        clock.add_listener(self._on_event_cb)
         clock.acquire()
         if hasattr(_C, "_set_perf_callback"):
-            _C._set_perf_callback(self._on_op)
+            _C._set_perf_callback(self._on_op_cb)
         self._hooks.append(register_optimizer_step_post_hook(self._after_optimizer_step))
+        host_reads.watch(self._on_host_read)
+        self._watch_unsupported()
+        self._watch_autocast()
         self._catch_dynamo_logs()
         for d in range(torch.neuron.device_count()):
             torch.neuron.reset_peak_memory_stats(d)
@@ -221,7 +222,17 @@ class Collector:
         if hasattr(_C, "_set_perf_callback"):
             _C._set_perf_callback(perf_hook._on_op)
         clock.release()
-        clock.remove_listener(self._on_event)
+        clock.remove_listener(self._on_event_cb)
+        host_reads.unwatch(self._on_host_read)
+        if self._real_autocast is not None:
+            cls = torch.amp.autocast_mode.autocast
+            cls.__enter__, cls.__exit__ = self._real_autocast
+            self._real_autocast = None
+        if self._real_unsupported is not None:
+            from torch_neuronx.eager import unsupported_features
+
+            unsupported_features.report = self._real_unsupported
+            self._real_unsupported = None
         for h in self._hooks:
             h.remove()
         self._hooks.clear()
@@ -260,8 +271,59 @@ class Collector:
 
         return _Ctx()
 
+    def _watch_unsupported(self) -> None:
+        """Sees every unsupported feature the workload meets (the eager layer warns once per
+        process; the report wants each call site)."""
+        from torch_neuronx.eager import unsupported_features
+
+        real = unsupported_features.report
+        coll = self
+
+        def report(feature: str, advice: str) -> None:
+            if coll._active and not coll._internal:
+                with coll._lock:
+                    coll.unsupported.add(feature, user_site(2))
+                    coll.unsupported_advice[feature] = advice
+            return real(feature, advice)
+
+        self._real_unsupported = real
+        unsupported_features.report = report
+
+    def _watch_autocast(self) -> None:
+        """Tracks ``torch.autocast`` regions per thread: the ops of a neuron region that produce
+        the autocast dtype are the deviations by policy. (The ops autocast casts run with its
+        dispatch key excluded, where ``torch.is_autocast_enabled`` reads False, so the flag
+        cannot tell them apart.)"""
+        cls = torch.amp.autocast_mode.autocast
+        real_enter, real_exit = cls.__enter__, cls.__exit__
+        local = self._thread
+
+        def __enter__(am):
+            out = real_enter(am)
+            on = am.device == "neuron" and am._enabled
+            local.autocast = [*getattr(local, "autocast", []), am.fast_dtype if on else None]
+            return out
+
+        def __exit__(am, *exc):
+            if getattr(local, "autocast", None):
+                local.autocast = local.autocast[:-1]
+            return real_exit(am, *exc)
+
+        self._real_autocast = (real_enter, real_exit)
+        cls.__enter__, cls.__exit__ = __enter__, __exit__
+
+    def _on_host_read(self, kind: str, site: str) -> None:
+        """A Python-level read of a device tensor (``host_reads``): its kind and call site."""
+        if self._internal or not self._active:
+            return
+        with self._lock:
+            self.host_reads.add(kind, site)
+            self._cur.host_syncs += 1
+
     # -- steps ----------------------------------------------------------------------------
     def _after_optimizer_step(self, optimizer, args, kwargs) -> None:
+        if not any(o is optimizer for o in self.optimizer_order):
+            self.optimizer_order.append(optimizer)  # the reference re-run counts the same ones
         first = next((p for g in optimizer.param_groups for p in g["params"]), None)
         if first is not None and first.device.type == "cpu":
             return  # a reference optimizer on the host (e.g. a CPU twin of the run): not a device step
@@ -328,6 +390,7 @@ class Collector:
 
     # -- per-op callback (wraps the perf model's eager hook) -------------------------------
     def _on_op(self, op_name, device, args, outputs, host_ns, fallback) -> None:
+        self._thread.op = op_name  # names the transfer events this op records (below)
         perf_hook._on_op(op_name, device, args, outputs, host_ns, fallback)
         if self._internal or not self._active:
             return
@@ -356,25 +419,9 @@ class Collector:
                 for a in args
             ):
                 self.float64.add(op_name, user_site(3))
-            if torch.is_autocast_enabled("neuron") if _autocast_takes_device() else False:
+            region = getattr(self._thread, "autocast", None)
+            if region and region[-1] is not None and _produces(outputs, region[-1]):
                 self.autocast.add(op_name, user_site(3))
-        if (
-            not fallback
-            and engine != HOST_CPU
-            and base not in perf_hook._COPIES
-            and base != "aten::_local_scalar_dense"
-            and not perf_report._is_view_op(op_name)
-        ):
-            w = wk.op_work(op_name, tuple(args), None, outputs, engine, kind=ev.OP)
-            with self._lock:
-                for p in self.profiles:
-                    c = roofline.cost_of(w, p.target.core, in_graph=False)
-                    self._cur.projected[p.key] += c.duration
-                    self.op_projected[p.key][op_name] += c.duration
-                    wk_in = dataclass_replace_kind(w)
-                    self._cur.projected_compiled[p.key] += roofline.cost_of(
-                        wk_in, p.target.core, in_graph=True
-                    ).duration
 
     # -- perf listener ----------------------------------------------------------------------
     def _on_event(self, event) -> None:
@@ -396,33 +443,51 @@ class Collector:
             row[3] += c.bytes
             if c.kind == ev.FALLBACK:
                 self.fallback_time_s[c.name] += c.duration
-            if c.kind in (ev.KERNEL, ev.GRAPH, ev.COLLECTIVE, ev.COPY, ev.FALLBACK):
-                # not re-costed per op: scale to each profile (copies/fallbacks/collectives: as is)
-                for p in self.profiles:
-                    d = self._scaled(c, p) if c.kind == ev.KERNEL else c.duration
-                    s.projected[p.key] += d
-                    s.projected_compiled[p.key] += d
-                    self.op_projected[p.key][c.name] += d
-            if c.kind == ev.COPY and c.name == "device_to_host" and not self._internal:
-                site = user_site(2)
-                self.host_reads.add(_classify_read(site, c.bytes), site)
+            if c.basis is None and c.kind != ev.GRAPH:
+                self.scaled_costs += 1
+            for key, (t, tc) in self._projected(c).items():
+                s.projected[key] += t
+                s.projected_compiled[key] += tc
+                self.op_projected[key][c.name] += t
+            if c.kind == ev.COPY and c.name == "device_to_host" and not host_reads.in_read():
+                # a transfer outside the wrapped Tensor reads: named after the op that made it
+                op = getattr(self._thread, "op", None) or "?"
+                self.host_reads.add(f"device-to-host transfer ({op})", user_site(2))
                 s.host_syncs += 1
             self._events_since_sample += 1
             if self._events_since_sample >= 50:
                 self._events_since_sample = 0
                 self._sample_memory(event.device)
 
+    def _projected(self, c) -> dict:
+        """{profile key: (seconds, seconds as a compiled kernel)} of one recorded cost: the same
+        work re-costed with each profile's hardware figures (``perf.recost``). Recorded costs
+        repeat (the model caches them per op signature and per graph), so results are cached
+        by the cost object (held, so that its id stays its own)."""
+        hit = self._recost_cache.get(id(c))
+        if hit is not None and hit[0] is c:
+            return hit[1]
+        out = {}
+        for p in self.profiles:
+            got = recost.cost_on(c, p.target)
+            if got is None:  # no basis (an NKI kernel): scaled, the one approximation left
+                t = self._scaled(c, p)
+                out[p.key] = (t, t)
+                continue
+            compiled = recost.cost_on(c, p.target, as_kernel=True) if c.kind == ev.OP else got
+            out[p.key] = (got.duration, compiled.duration)
+        if len(self._recost_cache) > 50_000:
+            self._recost_cache.clear()
+        self._recost_cache[id(c)] = (c, out)
+        return out
+
     def _scaled(self, c, p) -> float:
-        key = (p.key, c.dtype or "bf16")
-        r = self._ratio_cache.get(key)
-        if r is None:
-            cur = self._cur_target.core
-            dt = c.dtype or "bf16"
-            r = (
-                cur.tensor_peak(dt) / p.target.core.tensor_peak(dt),
-                cur.hbm_bw / p.target.core.hbm_bw,
-            )
-            self._ratio_cache[key] = r
+        """An NKI kernel's time on another profile: its compute and memory times scaled by the
+        ratio of peak FLOP/s and HBM bandwidth (its instruction-level simulation ran on the
+        emulated generation only)."""
+        dt = c.dtype or "bf16"
+        cur = self._cur_target.core
+        r = (cur.tensor_peak(dt) / p.target.core.tensor_peak(dt), cur.hbm_bw / p.target.core.hbm_bw)
         return max(c.compute_s * r[0], c.memory_s * r[1]) + c.overhead_s
 
     # -- Dynamo --------------------------------------------------------------------------------
@@ -476,26 +541,17 @@ class Collector:
         )
 
 
+def _untraced(fn):
+    return torch.compiler.disable(fn, reason="torch-neuronx evaluate: instrumentation")
+
+
 class StepLimitReached(BaseException):
     """Raised at the N-th step boundary of ``--steps N``: the run stops there (BaseException so
     that a script's ``except Exception`` does not swallow it)."""
 
 
-def dataclass_replace_kind(w):
-    import dataclasses
-
-    return dataclasses.replace(w, kind=ev.KERNEL)
-
-
-_AUTOCAST_DEVICE = None
-
-
-def _autocast_takes_device() -> bool:
-    global _AUTOCAST_DEVICE
-    if _AUTOCAST_DEVICE is None:
-        try:
-            torch.is_autocast_enabled("cpu")
-            _AUTOCAST_DEVICE = True
-        except TypeError:
-            _AUTOCAST_DEVICE = False
-    return _AUTOCAST_DEVICE
+def _produces(outputs, dtype) -> bool:
+    """True when one of an op's results has ``dtype``."""
+    if isinstance(outputs, torch.Tensor):
+        return outputs.dtype == dtype
+    return any(isinstance(o, torch.Tensor) and o.dtype == dtype for o in outputs or ())

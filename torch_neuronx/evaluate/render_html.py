@@ -130,9 +130,10 @@ def plots(rep: dict) -> dict:
     plt.close(fig)
     fig, ax = plt.subplots(figsize=(6, 3))
     co = rep.get("compilation") or {}
-    labels = ["compile (backend)", "cold step", "warm step", "steady step"]
+    labels = ["compile cold", "compile warm cache", "cold step", "warm step", "steady step"]
     vals = [
-        co.get("compile_s") or 0,
+        co.get("compile_cold_s") or 0,
+        co.get("compile_warm_cache_s") or 0,
         co.get("cold_step_s") or 0,
         co.get("warm_step_s") or 0,
         co.get("steady_state_step_s") or 0,
@@ -219,7 +220,9 @@ def render(rep: dict) -> str:
                     [[r["name"], r["count"]] for r in p.get("top_native_ops") or []],
                 )
                 + (
-                    f"<p>Unsupported features met: {_e(', '.join(p['unsupported_features']))}</p>"
+                    "<h3>Unsupported features met</h3>"
+                    + "".join(f"<p>{_e(r['advice'])}</p>" for r in p["unsupported_features"])
+                    + _sites(p["unsupported_features"])
                     if p.get("unsupported_features")
                     else ""
                 )
@@ -249,7 +252,9 @@ def render(rep: dict) -> str:
         _section(
             "compilation",
             (
-                f"<p>{c.get('graphs', 0)} graphs compiled by the neuron backend in {c.get('compile_s', 0):.2f} s; "
+                f"<p>{c.get('graphs', 0)} graphs compiled by the neuron backend in {c.get('compile_s', 0):.2f} s "
+                f"(cold {c.get('compile_cold_s', 0):.2f} s; {c.get('graphs_from_cache', 0)} from the warm "
+                f"cache in {c.get('compile_warm_cache_s', 0):.2f} s) {_e(c.get('warm_cache_note', ''))}; "
                 f"cold step {_ms(c.get('cold_step_s'))}, warm step {_ms(c.get('warm_step_s'))}, steady-state step "
                 f"{_ms(c.get('steady_state_step_s'))} ({_e(c.get('wall_times_note', ''))}).</p>"
                 + pl.get("compile_vs_steady", "")

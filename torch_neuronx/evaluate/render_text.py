@@ -75,7 +75,8 @@ def summary_lines(rep: dict) -> list:
     if c:
         out.append(
             f"compilation: {c['graphs']} graphs, {len(c['graph_breaks'])} graph breaks, "
-            f"{len(c['recompiles'])} recompiles, compile {c['compile_s']:.2f} s; steady step "
+            f"{len(c['recompiles'])} recompiles, compile {c['compile_s']:.2f} s "
+            f"({c.get('graphs_from_cache', 0)} graphs from the warm cache); steady step "
             f"{(c['steady_state_step_s'] or 0) * 1e3:.1f} ms wall (this host)"
         )
     n = rep.get("numerics") or {}

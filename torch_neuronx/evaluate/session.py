@@ -68,6 +68,7 @@ class Evaluation:
         extra: dict | None = None,
         rank: int = 0,
         world_size: int = 1,
+        numerics_note: str | None = None,
     ) -> dict:
         c = self.collector
         if static is None and c.optimizers:
@@ -96,7 +97,7 @@ class Evaluation:
         rep["placement"] = build.placement(c)
         rep["host_sync"] = build.host_sync(c, len(c.steps))
         rep["compilation"] = build.compilation(c, None)
-        rep["numerics"] = build.numerics(c, runs, self.tolerances)
+        rep["numerics"] = build.numerics(c, runs, self.tolerances, numerics_note)
         rep["memory"] = build.memory(c, static, self.profiles)
         rep["projection"] = build.projection(c, self.profiles, self.work)
         if extra:

@@ -218,4 +218,5 @@ def collective_cost(
         shapes=f"{len(group)} ranks",
         detail=detail,
         busy=((ev.CC, body),),
+        basis=(op, float(nbytes), tuple(group), in_graph),
     )

@@ -76,6 +76,10 @@ class Cost:
     detail: str = ""
     busy: tuple = ()  # ((engine, seconds), ...) engine busy time within `duration`
     host_s: float = 0.0  # measured host kernel time (CPU-fallback ops only)
+    #: what the cost was computed from -- a :class:`Work` (ops, kernels) or the arguments of the
+    #: collective / copy / fallback cost function -- so that :mod:`.recost` can cost the same
+    #: piece of work on another target; None for costs built elsewhere (NKI kernels)
+    basis: object = dataclasses.field(default=None, compare=False, repr=False)
 
 
 class Event(NamedTuple):

@@ -151,6 +151,7 @@ def cost_of(work: ev.Work, core: LogicalCore, *, in_graph: bool = False) -> ev.C
         shapes=work.shapes,
         detail=("fused: " + ", ".join(work.ops)) if len(work.ops) > 1 else "",
         busy=tuple(sorted((k, v) for k, v in busy.items() if v > 0)),
+        basis=work,
     )
 
 

@@ -31,6 +31,7 @@ def _link_copy(direction: str, nbytes: float, lat: float, bw: float) -> ev.Cost:
         overhead_s=lat,
         bound="link" if body > lat else "launch",
         busy=((ev.DMA, body),),
+        basis=(direction, float(nbytes)),
     )
 
 
@@ -54,6 +55,7 @@ def copy_cost(direction: str, nbytes: float, target: Target) -> ev.Cost:
         overhead_s=p.eager_launch_s,
         bound="memory" if body > p.eager_launch_s else "launch",
         busy=((ev.DMA, body),),
+        basis=(direction, float(nbytes)),
     )
 
 
@@ -75,4 +77,5 @@ def fallback_cost(
         detail="CPU fallback: inputs to host, host kernel (measured), outputs back",
         busy=((ev.HOST, host_s), (ev.DMA, link)),
         host_s=host_s,
+        basis=(float(bytes_in), float(bytes_out)),
     )

@@ -1,4 +1,5 @@
-"""A Llama-3-8B-sized transformers causal LM, one training step (run with --fake).
+"""A Hugging Face transformers Llama causal LM built from a config (random weights), one training
+step: Llama-3-8B-sized for ``--fake``; ``--size tiny --eager`` for a real run on neuron.
 
 Ordinary idioms on purpose: building on torch.device("neuron"), model.to("neuron"),
 model.to(torch.bfloat16), an optimizer, torch.compile and .item()."""
@@ -12,7 +13,9 @@ p = argparse.ArgumentParser()
 p.add_argument("--size", choices=["8b", "tiny"], default="8b")
 p.add_argument("--batch", type=int, default=1)
 p.add_argument("--seq", type=int, default=2048)
+p.add_argument("--eager", action="store_true", help="no torch.compile")
 args = p.parse_args()
+torch.manual_seed(0)
 if args.size == "8b":
     cfg = LlamaConfig(
         vocab_size=128256,
@@ -38,7 +41,7 @@ with torch.device("neuron"):
 model.to("neuron")
 model.to(torch.bfloat16)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-step = torch.compile(model, backend="neuron")
+step = model if args.eager else torch.compile(model, backend="neuron")
 ids = torch.randint(0, cfg.vocab_size, (args.batch, args.seq), device="neuron")
 out = step(input_ids=ids, labels=ids)
 out.loss.backward()

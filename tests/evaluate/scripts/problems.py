@@ -1,4 +1,5 @@
-"""A training loop with a CPU-fallback op, a host sync inside the loop and a recompilation."""
+"""A training loop with a CPU-fallback op, a host sync inside the loop, a recompilation and an
+unsupported feature (a torch.func transform over a neuron tensor)."""
 
 import torch
 
@@ -12,6 +13,7 @@ def head(x):
 
 
 head_c = torch.compile(head, backend="neuron", dynamic=False)
+g = torch.func.grad(lambda t: (t * t).sum())(torch.ones(3, device="neuron"))  # MARK-unsupported
 for step in range(4):
     x = torch.randn(4, 8, device="neuron")
     y = model(x)

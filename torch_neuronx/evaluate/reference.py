@@ -1,0 +1,410 @@
+"""``--reference DEVICE``: the same unmodified script re-run on the reference device, step by
+step, for the report's numerics.
+
+After the instrumented run, ``torch-neuronx evaluate`` starts a child process
+(``python -m torch_neuronx.evaluate.reference``) that runs the script again with:
+
+- the ``neuron`` device **mapped** to the reference device (CPU, or CUDA where present): a
+  ``TorchFunctionMode`` rewrites every device argument naming ``neuron`` (``device="neuron"``,
+  a ``torch.device("neuron", 0)`` object, ``.to("neuron")``, ``Tensor.neuron()``, ``Module.to``
+  through its tensors' ``.to``) and gives factory functions under ``with torch.device("neuron")``
+  / ``set_default_device`` the reference device (that context sits at the bottom of the mode
+  stack, below this mode); device objects themselves stay ``neuron``, so the script's
+  ``torch.neuron`` calls keep working;
+- ``torch.compile`` returning its function unchanged: the reference is eager PyTorch, what the
+  user runs today;
+- the same step boundaries: the optimizers whose steps counted in the instrumented run,
+  identified by the order in which optimizers first stepped (a CPU twin the script keeps for
+  its own checks stays out, as it did there), or the script's own
+  ``torch_neuronx.evaluate.step()`` calls; the same ``--steps`` limit;
+- per step: the loss (the scalar the script last called ``backward()`` on, or the one passed
+  to ``step()``) and the gradient norm over those optimizers' parameters, read exactly as the
+  instrumented run reads them;
+- the neuron device's random stream kept apart (:class:`NeuronStream`): numbers the script
+  draws for tensors that would have lived on neuron come from the neuron generator's state,
+  the host's from the CPU generator, as in the instrumented run.
+
+When the instrumented run compiled graphs, a second child runs the script on ``neuron`` with
+``torch.compile`` returning its function unchanged: the *neuron eager* run, so the report also
+compares eager with compiled. The script must be deterministic for the comparison to mean
+anything (seeded). Not supported: several processes (``torchrun``: the report says so), and
+objects that are not torch function arguments, such as ``torch.Generator("neuron")`` or
+``torch.autocast("neuron")`` (under the mapping they stay on neuron / do not apply to the
+reference device: an autocast region is a deviation by policy the report lists)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import runpy
+import subprocess
+import sys
+import time
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+_NEURON = re.compile(r"^neuron(:\d+)?$")
+
+
+def _tensors(x):
+    if isinstance(x, torch.Tensor):
+        yield x
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            if isinstance(v, torch.Tensor):
+                yield v
+
+
+def _storage(t):
+    """A tensor's storage (one Python object per storage: views, ``.data`` and ``detach()``
+    share it, so a parameter initialised through ``param.data.normal_()`` is still tracked)."""
+    try:
+        return t.untyped_storage()
+    except (RuntimeError, NotImplementedError):  # sparse and other storage-less layouts
+        return None
+
+
+def _in_neuron_stream(fn):
+    """Runs ``fn`` with the CPU generator holding the neuron generator's state (the two share a
+    format: the emulated device's generator is PyTorch's CPU one), then hands the advanced
+    state back to the neuron generator."""
+    cpu = torch.default_generator
+    saved = cpu.get_state()
+    cpu.set_state(torch.neuron.get_rng_state())
+    try:
+        return fn()
+    finally:
+        torch.neuron.set_rng_state(cpu.get_state())
+        cpu.set_state(saved)
+
+
+class NeuronStream(TorchDispatchMode):
+    """Keeps the neuron device's random stream apart in the mapped run.
+
+    In the instrumented run, random numbers drawn on neuron (weights initialised there,
+    ``randn(device="neuron")``, dropout on device activations) come from the neuron
+    generator, and those drawn on the host from the CPU generator. Mapped to the CPU, both
+    would come from one stream and the runs would differ from the first draw. So the storages
+    that would have lived on neuron are tracked (made by a mapped call, or computed from such
+    tensors), and every random ATen op (``Tag.nondeterministic_seeded``) on them, or inside a
+    mapped factory call, draws from the neuron generator's state."""
+
+    def __init__(self):
+        super().__init__()
+        from torch.utils.weak import WeakIdKeyDictionary
+
+        self.born = WeakIdKeyDictionary()
+        self.mapping = 0  # > 0 inside a torch function whose device MapDevice mapped
+
+    def mark(self, out) -> None:
+        for t in _tensors(out):
+            st = _storage(t)
+            if st is not None:
+                self.born[st] = True
+
+    def _neuron(self, args, kwargs) -> bool:
+        if self.mapping:
+            return True
+        for a in (*args, *kwargs.values()):
+            for t in _tensors(a):
+                st = _storage(t)
+                if st is not None and st in self.born:
+                    return True
+        return False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if not self._neuron(args, kwargs):
+            return func(*args, **kwargs)
+        if torch.Tag.nondeterministic_seeded in func.tags and kwargs.get("generator") is None:
+            out = _in_neuron_stream(lambda: func(*args, **kwargs))
+        else:
+            out = func(*args, **kwargs)
+        self.mark(out)
+        return out
+
+
+class MapDevice(TorchFunctionMode):
+    """Every ``neuron`` device argument of a torch function becomes ``target``; with a
+    :class:`NeuronStream`, the results are marked as the neuron tensors they stand for."""
+
+    def __init__(self, target: str, stream: NeuronStream | None = None):
+        super().__init__()
+        self.target = torch.device(target)
+        self.stream = stream
+        from torch.utils._device import _device_constructors
+
+        self.constructors = _device_constructors()
+
+    def _map(self, v):
+        if isinstance(v, torch.device):
+            return self.target if v.type == "neuron" else v
+        if isinstance(v, str) and _NEURON.match(v):
+            return self.target
+        return v
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.device:  # a device object is mapped where it is used, so that the
+            return func(*args, **kwargs)  # script's torch.neuron calls still get neuron devices
+        if func is getattr(torch.Tensor, "neuron", None):  # Tensor.neuron(): PyTorch's generated
+            func, args, kwargs = torch.Tensor.to, (args[0], "neuron"), {}  # method's .to is
+            # called inside it, beyond this mode's reach
+        mapped_args = tuple(self._map(a) for a in args)
+        mapped_kwargs = {k: self._map(v) for k, v in kwargs.items()}
+        mapped = any(a is not b for a, b in zip(mapped_args, args)) or any(
+            mapped_kwargs[k] is not kwargs[k] for k in kwargs
+        )
+        if (
+            func in self.constructors
+            and mapped_kwargs.get("device") is None
+            and torch.get_default_device().type == "neuron"
+        ):
+            mapped_kwargs["device"] = self.target
+            mapped = True
+        if not mapped or self.stream is None:
+            return func(*mapped_args, **mapped_kwargs)
+        self.stream.mapping += 1
+        try:
+            out = func(*mapped_args, **mapped_kwargs)
+        finally:
+            self.stream.mapping -= 1
+        self.stream.mark(out)  # .to("neuron") of a host tensor may return it unchanged
+        return out
+
+
+class _StepRecorder:
+    """The child's steps: loss and gradient norm per step, as the instrumented run reads them."""
+
+    def __init__(self, ordinals: list, explicit: bool, steps: int | None):
+        self.ordinals = set(ordinals)
+        self.explicit = explicit
+        self.steps_limit = steps
+        self.order: list = []  # every optimizer, by its first step
+        self.loss: list = []
+        self.grad_norm: list = []
+        self.wall_s: list = []
+        self.pending_loss = None
+        self._t = time.perf_counter()
+
+    # torch_neuronx.evaluate.step() looks for an evaluation with a collector (session.current)
+    @property
+    def collector(self):
+        return self
+
+    def after_optimizer_step(self, optimizer, args, kwargs) -> None:
+        if not any(o is optimizer for o in self.order):
+            self.order.append(optimizer)
+        if self.explicit:
+            return
+        if next(i for i, o in enumerate(self.order) if o is optimizer) in self.ordinals:
+            self.mark_step()
+
+    def _counted(self) -> list:
+        return [o for i, o in enumerate(self.order) if i in self.ordinals]
+
+    def mark_step(self, loss=None) -> None:
+        from .collector import StepLimitReached
+
+        loss = self.pending_loss if loss is None else loss
+        self.pending_loss = None
+        self.loss.append(
+            None
+            if loss is None
+            else float(loss.detach().float().cpu())
+            if isinstance(loss, torch.Tensor)
+            else float(loss)
+        )
+        grads = [
+            p.grad
+            for o in self._counted()
+            for g in o.param_groups
+            for p in g["params"]
+            if p.grad is not None
+        ]
+        self.grad_norm.append(
+            float(sum(g.detach().float().pow(2).sum().cpu() for g in grads) ** 0.5)
+            if grads
+            else None
+        )
+        now = time.perf_counter()
+        self.wall_s.append(now - self._t)
+        self._t = now
+        if self.steps_limit is not None and len(self.loss) >= self.steps_limit:
+            raise StepLimitReached(len(self.loss))
+
+
+def _passthrough_compile(model=None, **kwargs):
+    return (lambda m: m) if model is None else model
+
+
+def run_child(device: str | None, script: str, args: list, ordinals, explicit, steps) -> dict:
+    """Runs ``script`` in this process with ``neuron`` mapped to ``device`` (None: kept) and
+    ``torch.compile`` as a no-op; returns what the child reports."""
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    from . import session
+    from .collector import StepLimitReached
+
+    rec = _StepRecorder(ordinals, explicit, steps)
+    out = {"device": device or "neuron", "status": "ok", "error": None}
+    sys.argv = [script, *args]
+    sys.path.insert(0, os.path.dirname(script))
+    torch.compile = _passthrough_compile
+    real_backward = torch.Tensor.backward
+
+    def backward(self, *a, **k):  # the step's loss, as in runner.py
+        if self.numel() == 1:
+            rec.pending_loss = self
+        return real_backward(self, *a, **k)
+
+    torch.Tensor.backward = backward
+    hook = register_optimizer_step_post_hook(rec.after_optimizer_step)
+    session._current.append(rec)
+    stream = NeuronStream() if device else None
+    mode = MapDevice(device, stream) if device else None
+    try:
+        if mode is not None:
+            stream.__enter__()
+            mode.__enter__()
+        try:
+            runpy.run_path(script, run_name="__main__")
+        except StepLimitReached:
+            pass
+        except SystemExit as e:
+            if e.code not in (None, 0):
+                out.update(status="error", error=f"the script exited with status {e.code}")
+        except Exception as e:  # noqa: BLE001 - reported to the parent
+            out.update(status="error", error=f"{type(e).__name__}: {e}")
+    finally:
+        if mode is not None:
+            mode.__exit__(None, None, None)
+            stream.__exit__(None, None, None)
+        hook.remove()
+        torch.Tensor.backward = real_backward
+    out.update(loss=rec.loss, grad_norm=rec.grad_norm, wall_s=rec.wall_s)
+    # a self-check of the mapping: a reference run never allocates on the neuron device
+    out["touched_neuron"] = any(
+        torch.neuron.max_memory_allocated(d) > 0 for d in range(torch.neuron.device_count())
+    )
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m torch_neuronx.evaluate.reference")
+    p.add_argument("--device", help="map neuron to this device (omit: keep neuron, eager)")
+    p.add_argument(
+        "--ordinals", default="0", help="optimizers whose steps count (first-step order)"
+    )
+    p.add_argument("--explicit", action="store_true", help="steps are evaluate.step() calls")
+    p.add_argument("--steps", type=int)
+    p.add_argument("--out", required=True)
+    p.add_argument("script")
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    a = p.parse_args(argv)
+    ordinals = [int(x) for x in a.ordinals.split(",") if x]
+    res = run_child(a.device, a.script, a.args, ordinals, a.explicit, a.steps)
+    with open(a.out, "w") as f:
+        json.dump(res, f)
+    return 0
+
+
+# -- the parent's side -------------------------------------------------------------------------
+
+
+def validate_device(device: str) -> str:
+    """The reference device, or a clear error listing the valid choices."""
+    valid = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    if device == "auto":
+        return valid[-1]
+    try:
+        kind = torch.device(device).type
+    except (RuntimeError, ValueError):
+        kind = None
+    if kind not in valid:
+        raise ValueError(
+            f"--reference {device!r} is not an available reference device; valid: "
+            + ", ".join(valid + ["auto"])
+        )
+    return device
+
+
+def _child(name, device, ev, script, args, steps, out_dir) -> dict:
+    c = ev.collector
+    ordinals = [i for i, o in enumerate(c.optimizer_order) if any(o is x for x in c.optimizers)]
+    path = os.path.join(out_dir, f"reference-{name}.json")
+    cmd = [sys.executable, "-m", "torch_neuronx.evaluate.reference", "--out", path]
+    cmd += ["--ordinals", ",".join(map(str, ordinals))]
+    if device:
+        cmd += ["--device", device]
+    if c.explicit:
+        cmd.append("--explicit")
+    if steps is not None:
+        cmd += ["--steps", str(steps)]
+    os.makedirs(out_dir, exist_ok=True)
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [*cmd, os.path.abspath(script), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    if proc.returncode != 0 or not os.path.exists(path):
+        return {
+            "device": device or "neuron",
+            "status": "error",
+            "error": f"the reference run failed (exit {proc.returncode}): {proc.stderr[-2000:]}",
+        }
+    with open(path) as f:
+        res = json.load(f)
+    res["process_wall_s"] = time.perf_counter() - t0
+    return res
+
+
+def runs_for(ev, device: str, script: str, args: list, steps, out_dir: str) -> tuple:
+    """(runs, note): the instrumented run's per-step figures and the re-runs' (the reference
+    on ``device``; neuron eager as well when the instrumented run compiled graphs)."""
+    from torch_neuronx.compile import dynamo_metrics
+
+    c = ev.collector
+    whole = [s for s in c.steps if not s.partial]
+    compiled = any(
+        g.get("timestamp", 0) >= getattr(c, "wall_start", 0)
+        for g in dynamo_metrics.get_dynamo_metrics()
+    )
+    this = "neuron_compiled" if compiled else "neuron_eager"
+    runs = {
+        this: {
+            "device": "neuron",
+            "compiled": compiled,
+            "loss": [s.loss for s in whole],
+            "grad_norm": [s.grad_norm for s in whole],
+            "wall_s": [s.wall_s for s in whole],
+            "instrumented": True,
+        }
+    }
+    notes = []
+    children = [("reference", device)] + ([("neuron_eager", None)] if compiled else [])
+    for name, dev in children:
+        res = _child(name, dev, ev, script, args, len(whole) or steps, out_dir)
+        res["compiled"] = False
+        if res.get("status") != "ok":
+            notes.append(f"{name}: {res.get('error')}")
+        if res.get("loss"):
+            runs[name] = res
+        if len(res.get("loss") or []) != len(whole):
+            notes.append(
+                f"{name} ran {len(res.get('loss') or [])} steps, the instrumented run {len(whole)}"
+            )
+    if not any(math.isfinite(x) for x in (runs[this]["loss"] or []) if x is not None):
+        notes.append("the instrumented run recorded no loss (no backward() on a scalar)")
+    return runs, "; ".join(notes) or None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
