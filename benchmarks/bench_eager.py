@@ -44,6 +44,10 @@ if _ROOT not in sys.path:
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from torch_neuronx.testing.decoder_block import (  # noqa: E402
+    build_decoder_block,
+    make_hidden_batch,
+)
 from torch_neuronx.testing.models import (  # noqa: E402
     build_mlp,
     build_tinygpt,
@@ -101,10 +105,32 @@ def tinygpt_adamw_step(device) -> Callable[[int], None]:
     return run
 
 
+def decoder_block_step(device) -> Callable[[int], None]:
+    # A Llama-style block in plain PyTorch: RMSNorm, rotary embedding, SDPA (grouped query
+    # heads), SwiGLU; hidden 256, 8 heads, sequence 128, batch 2; AdamW.
+    model = build_decoder_block(0, device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    x, y = make_hidden_batch(0, device=device)
+
+    def run(n: int) -> None:
+        for _ in range(n):
+            opt.zero_grad(set_to_none=True)
+            F.mse_loss(model(x), y).backward()
+            opt.step()
+        sync(device)
+
+    return run
+
+
 BENCHMARKS = {
     "op_overhead": (op_overhead, "a + a, 8 floats", "op"),
     "mlp_sgd_step": (mlp_sgd_step, "MLP 64-128-10 SGD step, batch 32", "step"),
     "tinygpt_adamw_step": (tinygpt_adamw_step, "TinyGPT AdamW step, batch 4", "step"),
+    "decoder_block_step": (
+        decoder_block_step,
+        "Llama-style decoder block AdamW step, batch 2x128",
+        "step",
+    ),
 }
 
 

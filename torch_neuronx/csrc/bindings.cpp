@@ -1,5 +1,6 @@
 // Python bindings of the driver (torch_neuronx._C). Kept thin: policy, profiles and the
 // user-facing API live in Python; this exposes the mechanisms.
+#include "eager/fast_ops.h"
 #include "eager/kernel.h"
 #include "eager/op_table.h"
 #include "runtime/allocator.h"
@@ -72,6 +73,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_set_op_policy", &tn::set_op_policy);
   m.def("_set_strict", &tn::set_strict);
   m.def("_strict", &tn::strict);
+  m.def("_set_eager_fast_path", &tn::set_eager_fast_path);
+  m.def("_eager_fast_path", &tn::eager_fast_path);
+  m.def("_eager_fast_path_calls", &tn::eager_fast_path_calls);
   m.def("_executed_ops", &tn::executed_ops);
   m.def("_fallback_ops", &tn::fallback_ops);
   m.def("_clear_op_tracking", &tn::clear_op_tracking);

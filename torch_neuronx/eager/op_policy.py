@@ -280,10 +280,41 @@ DATA_MOVEMENT: frozenset[str] = frozenset(
     argsort topk max min amax amin unique_consecutive _unique2 view_as_real view_as_complex abs
     neg maximum minimum clamp clamp_ sign isinf isfinite _efficientzerotensor bernoulli_
     random_ aminmax median nanmedian kthvalue mode cummax cummin _cummax_helper _cummin_helper
-    msort""".split()
+    msort
+    take put index_fill index_copy masked_scatter _unsafe_index _unsafe_masked_index
+    pixel_shuffle pixel_unshuffle channel_shuffle native_channel_shuffle im2col
+    reflection_pad1d reflection_pad2d reflection_pad3d replication_pad1d replication_pad2d
+    replication_pad3d upsample_nearest1d upsample_nearest2d upsample_nearest3d
+    _upsample_nearest_exact1d _upsample_nearest_exact2d _upsample_nearest_exact3d
+    max_unpool2d max_unpool3d _unique unique_dim unique_dim_consecutive complex conj_physical
+    _conj_physical
+    relu hardtanh threshold clamp_min clamp_max fmax fmin heaviside nan_to_num argmax argmin
+    max_pool1d max_pool1d_with_indices max_pool2d_with_indices max_pool3d_with_indices
+    adaptive_max_pool1d adaptive_max_pool2d adaptive_max_pool3d fractional_max_pool2d
+    fractional_max_pool3d
+    lt le gt ge logical_and logical_or logical_xor logical_not any all count_nonzero isposinf
+    isneginf isreal signbit searchsorted bucketize isin
+    hash_tensor frexp copysign nextafter""".split()
 )
-# (The selections above return input elements exactly: a backward that finds them again by
-# equality, e.g. aminmax's or median's, relies on that.)
+# The selections above (sort ... msort, relu ... fractional_max_pool3d) return input elements
+# exactly: a backward that finds them again by equality, e.g. aminmax's or median's, relies on
+# that, and so does a user who compares a maximum with the tensor it came from. Comparisons and
+# tests (lt ... isin) read the exact values, so they agree with eq/ne and with sort's order
+# (docs/decisions.md). Bit-level ops (hash_tensor ... nextafter) read or build the bits
+# themselves. index_put_/put_ with accumulate=True add in 64 bits (grouped with the indexing
+# writes; slightly more precise than the device, like a kernel's 64-bit intermediates).
+# Selections decided by an argument (scatter_reduce/index_reduce with "amax"/"amin",
+# segment_reduce with "max"/"min", norms of order +-inf) are exempted per call in
+# csrc/eager/kernel.cpp (selects_by_argument).
+
+# Ops that build float64/complex128 values from Python numbers (ranges): exact, like
+# torch.tensor. A 64-bit result of a creation op is always an explicit request (dtype= or
+# torch.set_default_dtype), the case the policy already exempts for ops with a dtype= argument
+# (the composite torch.linspace(..., dtype=torch.float64) reaches the driver as linspace.out,
+# without it).
+CREATION_FROM_NUMBERS: frozenset[str] = frozenset(
+    f"aten::{n}" for n in "arange range linspace logspace".split()
+)
 
 # Shape/metadata queries and runtime asserts: no kernel runs for them (a compiled graph's
 # legality check skips them).
@@ -400,13 +431,14 @@ def push_to_driver() -> None:
 
     names = {n.split(".", 1)[0] for n in torch._C._dispatch_get_all_op_names()}
     names.update(k for k in TABLE if "." in k)
-    names.update(MIXED_DEVICE_OK | DATA_MOVEMENT)
+    keeps_64_bits = DATA_MOVEMENT | CREATION_FROM_NUMBERS
+    names.update(MIXED_DEVICE_OK | keeps_64_bits)
     entries = []
     for name in names:
         status, reason = policy_for(name)
         base = name.split(".", 1)[0]
         # an in-place variant moves bits when its functional op does (eq_ like eq)
-        moves_bits = base in DATA_MOVEMENT or _strip_inplace(base) in DATA_MOVEMENT
+        moves_bits = base in keeps_64_bits or _strip_inplace(base) in keeps_64_bits
         entries.append((name, _STATUS_CODE[status], reason, base in MIXED_DEVICE_OK, moves_bits))
     _C._set_op_policy(entries)
 

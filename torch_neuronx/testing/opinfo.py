@@ -1227,12 +1227,6 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
     "erfinv": {
         "grad64": "float32 precision (64-bit policy): erfinv's derivative near +-1 amplifies float32 rounding (1 of 400 elements)",
     },
-    "index_reduce.amax": {
-        "grad64": "the backward finds the selected element by equality with the forward result, which this reduce mode computes (rounded to float32 precision) and so no longer equals the float64 input: NaN/zero gradients (selection by a runtime argument, not by op name)",
-    },
-    "index_reduce.amin": {
-        "grad64": "the backward finds the selected element by equality with the forward result, which this reduce mode computes (rounded to float32 precision) and so no longer equals the float64 input: NaN/zero gradients (selection by a runtime argument, not by op name)",
-    },
     "linalg.householder_product": {
         "grad64": "float32 precision (64-bit policy): ill-conditioned reflector products: gradient errors of ~1e-4",
     },
@@ -1266,9 +1260,6 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
     "nn.functional.ctc_loss": {
         "grad64": "float32 precision (64-bit policy): long log-space recursions: 3 of 16000 gradient elements beyond tolerance",
     },
-    "norm.inf": {
-        "grad64": "float32 precision (64-bit policy): the inf-norm backward finds max |x| by equality with the norm, which is computed (rounded to float32 precision) and no longer equals the float64 input: NaN gradients",
-    },
     "ormqr": {
         "grad64": "float32 precision (64-bit policy): ill-conditioned Householder sample: gradient amplifies float32 rounding",
     },
@@ -1280,12 +1271,6 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
         "float64": "float32 precision (64-bit policy): large powers lose relative precision "
         "(1 of 250 elements)",
         "grad64": "float32 precision (64-bit policy): gradient w.r.t. the exponent with large results (x**y * log x) amplifies float32 rounding",
-    },
-    "scatter_reduce.amax": {
-        "grad64": "the backward finds the selected element by equality with the forward result, which this reduce mode computes (rounded to float32 precision) and so no longer equals the float64 input: NaN/zero gradients (selection by a runtime argument, not by op name)",
-    },
-    "scatter_reduce.amin": {
-        "grad64": "the backward finds the selected element by equality with the forward result, which this reduce mode computes (rounded to float32 precision) and so no longer equals the float64 input: NaN/zero gradients (selection by a runtime argument, not by op name)",
     },
     "special.polygamma.special_polygamma_n_0": {
         "float64": "float32 precision (64-bit policy): digamma near its poles (negative integers) amplifies float32 rounding",
@@ -1316,17 +1301,11 @@ KNOWN_FAILURES: dict[str, dict[str, str]] = {
     "linalg.lu_factor": {
         "grad64": "float32 precision (64-bit policy): ill-conditioned LU sample: gradient amplifies float32 rounding",
     },
-    "linalg.norm": {
-        "grad64": "float32 precision (64-bit policy): the ord=+-inf backward finds max |x| by equality with the norm, computed at float32 precision: NaN gradients",
-    },
     "linalg.qr": {
         "grad64": "float32 precision (64-bit policy): ill-conditioned QR sample: gradient amplifies float32 rounding",
     },
     "linalg.svd": {
         "grad64": "float32 precision (64-bit policy): complex SVD backward's gauge check (imaginary part of diag(U^H gU)) fails at float32 precision; ill-conditioned samples",
-    },
-    "linalg.vector_norm": {
-        "grad64": "float32 precision (64-bit policy): the ord=+-inf backward finds max |x| by equality with the norm, computed at float32 precision: NaN gradients",
     },
     "logcumsumexp": {
         "grad64": "float32 precision (64-bit policy): cumulative log-sum-exp gradients over wide ranges amplify float32 rounding",

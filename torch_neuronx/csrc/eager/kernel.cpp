@@ -24,6 +24,8 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/SmallVector.h>
 #include <torch/library.h>
+#include <cmath>
+#include <unordered_map>
 
 namespace torch_neuronx {
 namespace {
@@ -36,6 +38,9 @@ struct Aliased {
 
 struct CallState {
   c10::SmallVector<Aliased, 8> tensors;
+  // Device storage -> index of its first argument in `tensors`; filled only for calls with many
+  // neuron arguments (foreach ops over a model's parameters), where scanning would be quadratic.
+  std::unordered_map<const c10::StorageImpl*, size_t> by_storage;
   int device = -1;
   bool saw_cpu_nonscalar = false;
   c10::Device other_device = c10::Device(c10::kCPU);
@@ -46,6 +51,25 @@ struct CallState {
               "Expected all tensors to be on the same device, but found at least two "
               "devices, neuron:",
               device, " and ", other, "! (when checking arguments for ", e.name, ")");
+}
+
+const c10::StorageImpl* storage_of(const at::Tensor& t) {
+  return t.unsafeGetTensorImpl()->unsafe_storage().unsafeGetStorageImpl();
+}
+
+// The first neuron argument of the call so far that lives on device storage `ns`, if any.
+const Aliased* first_on_storage(CallState& st, const c10::StorageImpl* ns) {
+  constexpr size_t kScan = 16;
+  if (st.tensors.size() <= kScan) {
+    for (const auto& prev : st.tensors)
+      if (storage_of(prev.original) == ns) return &prev;
+    return nullptr;
+  }
+  if (st.by_storage.empty())
+    for (size_t i = 0; i < st.tensors.size(); ++i)
+      st.by_storage.emplace(storage_of(st.tensors[i].original), i);
+  auto it = st.by_storage.find(ns);
+  return it == st.by_storage.end() ? nullptr : &st.tensors[it->second];
 }
 
 at::Tensor alias_arg(CallState& st, const at::Tensor& t, const OpEntry& e) {
@@ -60,7 +84,16 @@ at::Tensor alias_arg(CallState& st, const at::Tensor& t, const OpEntry& e) {
     TORCH_CHECK(t.layout() == c10::kStrided, "neuron: ", e.name,
                 " got a non-strided neuron tensor");
     at::Tensor a = host_alias(t);
+    // Arguments on one device storage get one host storage, as on CPU, so CPU's memory-overlap
+    // checks fire (`x[1:].add_(x[:-1])`). Common path: one pointer comparison per earlier
+    // neuron argument.
+    const c10::StorageImpl* ns = storage_of(t);
+    if (const Aliased* prev = first_on_storage(st, ns)) {
+      if (prev->alias.storage().unsafeGetStorageImpl() != a.storage().unsafeGetStorageImpl())
+        a = host_alias_on(t, prev->alias.storage());
+    }
     st.tensors.push_back({t, a, at::Tensor()});
+    if (!st.by_storage.empty()) st.by_storage.emplace(ns, st.tensors.size() - 1);
     return a;
   }
   if (t.device().is_cpu() && t.dim() > 0) {
@@ -141,6 +174,67 @@ void round_in_place(const at::Tensor& t) {
   if (at::has_internal_overlap(t) == at::MemOverlap::Yes) return;  // cannot be written per element
   at::Tensor n = t.to(narrow_of(t.scalar_type()));
   const_cast<at::Tensor&>(t).copy_(n);
+}
+
+// Selections decided by an argument keep every bit, like the selections of DATA_MOVEMENT
+// (eager/op_policy.py): scatter_reduce/index_reduce with reduce="amax"/"amin" and
+// segment_reduce (and its backward, which finds the element by equality) with "max"/"min" pick
+// input elements, and vector norms of order +-inf pick an absolute value as `abs` gives it (exact
+// for real tensors; |z| in 64 bits for complex ones, since abs is exempt too). Backward formulas
+// find that element again by comparing abs(x) with the norm, with or without a dtype= argument.
+bool selects_by_argument(const OpEntry& e, const c10::FunctionSchema& schema,
+                         const torch::jit::Stack& stack, size_t base) {
+  const bool reduce = e.name == "aten::scatter_reduce" || e.name == "aten::scatter_reduce_" ||
+                      e.name == "aten::index_reduce" || e.name == "aten::index_reduce_" ||
+                      e.name == "aten::segment_reduce" ||
+                      e.name == "aten::_segment_reduce_backward";
+  const bool norm = e.name == "aten::linalg_vector_norm" || e.name == "aten::norm" ||
+                    e.name == "aten::_foreach_norm";
+  if (!reduce && !norm) return false;
+  const auto& args = schema.arguments();
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto& v = stack[base + i];
+    if (reduce && args[i].name() == "reduce" && v.isString())
+      return v.toStringRef() == "amax" || v.toStringRef() == "amin" || v.toStringRef() == "max" ||
+             v.toStringRef() == "min";
+    if (norm && (args[i].name() == "ord" || args[i].name() == "p") &&
+        (v.isScalar() || v.isDouble()))
+      return std::isinf(v.toScalar().toDouble());
+  }
+  return false;
+}
+
+// A mutated 64-bit argument. An in-place op's elements that it wrote hold float32-precision
+// results; the ones it left alone keep their bits (index_add_, scatter_add_ or index_put_ with
+// accumulate=True update a few rows of a large tensor), so `before` keeps the old values.
+// out= arguments are results as a whole.
+struct WrittenWide {
+  at::Tensor t;
+  at::Tensor before;
+};
+
+WrittenWide note_written_wide(const at::Tensor& t, bool is_out) {
+  if (is_out || t.numel() == 0 || t.is_conj() || t.is_neg() ||
+      at::has_internal_overlap(t) != at::MemOverlap::No)
+    return {t, at::Tensor()};
+  return {t, t.clone()};
+}
+
+// The element bits of a float64 tensor or of a complex128 tensor's real and imaginary parts.
+at::Tensor element_bits(const at::Tensor& t) {
+  return (t.is_complex() ? at::view_as_real(t) : t).view(at::kLong);
+}
+
+void round_written(const WrittenWide& w) {
+  const at::Tensor& t = w.t;
+  if (!w.before.defined() || t.sizes() != w.before.sizes() || t.is_conj() || t.is_neg()) {
+    round_in_place(t);
+    return;
+  }
+  at::Tensor changed = element_bits(t).ne(element_bits(w.before));
+  at::Tensor now = t.is_complex() ? at::view_as_real(t) : t;
+  at::Tensor rounded = now.to(at::kFloat).to(at::kDouble);
+  now.copy_(at::where(changed, rounded, now));
 }
 
 at::Tensor to_neuron_output(
@@ -279,7 +373,7 @@ void run_on_core_impl(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   if (C10_UNLIKELY(e.facts.status == OpStatus::Fallback)) {
     warn_fallback(e);
-  } else if (!e.executed.load(std::memory_order_relaxed)) {
+  } else if (!e.executed.load(std::memory_order_relaxed) && !tracking_paused()) {
     e.executed.store(true, std::memory_order_relaxed);
   }
 
@@ -318,8 +412,10 @@ void run_on_core_impl(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (st.saw_cpu_nonscalar && !e.facts.mixed_device_ok)
     mixed_device_error(e, st.device, st.other_device);
   // 64-bit floating arithmetic has float32 precision on the NeuronCore (no fp64 engines).
-  c10::SmallVector<at::Tensor, 4> written_wide;  // mutated 64-bit arguments, rounded afterwards
-  if (plan.round_f32) {
+  c10::SmallVector<WrittenWide, 4> written_wide;  // mutated 64-bit arguments, rounded afterwards
+  const bool round_f32 =
+      C10_UNLIKELY(plan.round_f32) && !selects_by_argument(e, schema, *stack, base);
+  if (round_f32) {
     // One warning per process, for tensors with data; 0-dim float64 bookkeeping (e.g.
     // GradScaler's scale.double().reciprocal()) is computed the same way without a warning.
     bool has_f64_data = false;
@@ -345,7 +441,8 @@ void run_on_core_impl(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       auto note = [&](const at::Tensor& t) {
         if (!t.defined()) return;
         if (t.has_storage()) written_storages.push_back(t.storage().unsafeGetStorageImpl());
-        if (is_wide_float(t.scalar_type())) written_wide.push_back(t);
+        if (is_wide_float(t.scalar_type()))
+          written_wide.push_back(note_written_wide(t, schema.arguments()[i].is_out()));
       };
       if (v.isTensor()) note(v.toTensor());
       if (v.isTensorList())
@@ -390,7 +487,7 @@ void run_on_core_impl(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const int64_t perf_host_ns = C10_UNLIKELY(perf) ? perf_now_ns() - perf_t0 : 0;
 
   // Mutated 64-bit arguments hold float32-precision results, like fresh ones.
-  for (const at::Tensor& t : written_wide) round_in_place(t);
+  for (const WrittenWide& w : written_wide) round_written(w);
 
   // Write-back for geometry/storage changes made by out= resizing through the alias.
   for (auto& a : st.tensors) {
@@ -411,20 +508,19 @@ void run_on_core_impl(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   for (size_t i = stack->size() - nret; i < stack->size(); ++i) {
     auto& v = (*stack)[i];
     if (v.isTensor()) {
-      v = to_neuron_output(st, v.toTensor(), e, fresh, plan.round_f32);
+      v = to_neuron_output(st, v.toTensor(), e, fresh, round_f32);
     } else if (v.isTensorList()) {
       auto list = v.toTensorList();
       c10::List<at::Tensor> out;
       out.reserve(list.size());
-      for (const at::Tensor& t : list)
-        out.push_back(to_neuron_output(st, t, e, fresh, plan.round_f32));
+      for (const at::Tensor& t : list) out.push_back(to_neuron_output(st, t, e, fresh, round_f32));
       v = out;
     } else if (v.isList()) {
       auto list = v.toList();
       for (size_t j = 0; j < list.size(); ++j) {
         c10::IValue item = list.get(j);
         if (item.isTensor())
-          list.set(j, to_neuron_output(st, item.toTensor(), e, fresh, plan.round_f32));
+          list.set(j, to_neuron_output(st, item.toTensor(), e, fresh, round_f32));
       }
     }
   }
@@ -459,6 +555,10 @@ void run_on_core_impl(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 }
 
 }  // namespace
+
+void run_on_core_boxed(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  run_on_core(op, stack);
+}
 
 void run_whole_on_core(const std::vector<std::string>& names) {
   static auto* lib = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1,

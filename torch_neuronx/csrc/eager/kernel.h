@@ -2,6 +2,8 @@
 // ATen op on neuron tensors without a dedicated kernel reaches.
 #pragma once
 
+#include <ATen/core/dispatch/Dispatcher.h>
+
 #include <string>
 #include <vector>
 
@@ -13,5 +15,9 @@ namespace torch_neuronx {
 // does the same work once instead of twice (one shape inference, one allocation). `names`
 // are aten op names with overload, without the namespace ("add.Tensor").
 void run_whole_on_core(const std::vector<std::string>& names);
+
+// The generic path for one call with its arguments on `stack` (what the boxed fallback runs);
+// the unboxed fast path (fast_ops.cpp) hands it the calls it does not cover.
+void run_on_core_boxed(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
 }  // namespace torch_neuronx

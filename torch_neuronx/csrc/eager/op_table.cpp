@@ -92,6 +92,13 @@ void set_op_policy(const std::vector<PolicyRow>& table) {
   for (auto& [k, e] : g_entries) apply_policy(*e);
 }
 
+namespace {
+thread_local int t_tracking_paused = 0;
+}  // namespace
+PauseTracking::PauseTracking() { ++t_tracking_paused; }
+PauseTracking::~PauseTracking() { --t_tracking_paused; }
+bool tracking_paused() { return t_tracking_paused > 0; }
+
 void set_strict(bool s) { g_strict.store(s); }
 bool strict() { return g_strict.load(std::memory_order_relaxed); }
 
@@ -181,14 +188,19 @@ Counter& c_evictions = counter("CompilationCache.Evictions");
 
 Plan plan_for(OpEntry& e, const c10::OperatorHandle& op, const torch::jit::Stack& stack,
               size_t nargs) {
+  return plan_for_args(e, op, stack.data() + (stack.size() - nargs), nargs);
+}
+
+Plan plan_for_args(OpEntry& e, const c10::OperatorHandle& op, const c10::IValue* args,
+                   size_t nargs) {
   uint64_t h = mix(0, reinterpret_cast<uint64_t>(&op.schema()));
-  for (size_t i = stack.size() - nargs; i < stack.size(); ++i) h = hash_ivalue(h, stack[i]);
+  for (size_t i = 0; i < nargs; ++i) h = hash_ivalue(h, args[i]);
   auto& c = plan_cache();
   {
     std::lock_guard<std::mutex> g(c.mu);
     auto it = c.plans.find(h);
     if (C10_LIKELY(it != c.plans.end())) {
-      c_hits.v.fetch_add(1, std::memory_order_relaxed);
+      if (C10_LIKELY(!t_tracking_paused)) c_hits.v.fetch_add(1, std::memory_order_relaxed);
       return it->second;
     }
   }
@@ -202,7 +214,7 @@ Plan plan_for(OpEntry& e, const c10::OperatorHandle& op, const torch::jit::Stack
   bool explicit_wide = false;
   const auto& sargs = op.schema().arguments();
   for (size_t i = 0; i < nargs; ++i) {
-    const auto& v = stack[stack.size() - nargs + i];
+    const auto& v = args[i];
     if (v.isInt() && sargs[i].name() == "dtype" &&
         (v.toInt() == int64_t(at::kDouble) || v.toInt() == int64_t(at::kComplexDouble)))
       explicit_wide = true;
@@ -216,8 +228,8 @@ Plan plan_for(OpEntry& e, const c10::OperatorHandle& op, const torch::jit::Stack
            (t.device().type() == c10::DeviceType::PrivateUse1 || t.dim() == 0);
   };
   if (!e.facts.data_movement && !e.random && !explicit_wide && !returns_view) {
-    for (size_t i = stack.size() - nargs; i < stack.size(); ++i) {
-      const auto& v = stack[i];
+    for (size_t i = 0; i < nargs; ++i) {
+      const auto& v = args[i];
       if (v.isTensor() && wide(v.toTensor())) plan.round_f32 = true;
       if (v.isTensorList())
         for (const at::Tensor& t : v.toTensorList())
@@ -233,7 +245,7 @@ Plan plan_for(OpEntry& e, const c10::OperatorHandle& op, const torch::jit::Stack
             std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(dt).count()) +
             " us");
   }
-  c_misses.v.fetch_add(1, std::memory_order_relaxed);
+  if (!t_tracking_paused) c_misses.v.fetch_add(1, std::memory_order_relaxed);
   c_compile_ns.v.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(dt).count(),
                            std::memory_order_relaxed);
   std::lock_guard<std::mutex> g(c.mu);

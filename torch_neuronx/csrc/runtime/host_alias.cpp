@@ -83,6 +83,13 @@ at::Tensor host_alias(const at::Tensor& t) {
   return alias;
 }
 
+at::Tensor host_alias_on(const at::Tensor& t, const c10::Storage& host_storage) {
+  auto alias = at::detail::make_tensor<c10::TensorImpl>(
+      c10::Storage(host_storage), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
+  copy_geometry(t, alias.unsafeGetTensorImpl());
+  return alias;
+}
+
 void remember_host_alias(const at::Tensor& t, const at::Tensor& host) {
   if (!t.defined() || !host.defined() || t.device().type() != kNeuron || !host.device().is_cpu())
     return;

@@ -12,6 +12,12 @@ namespace torch_neuronx {
 // through the routing allocator. Non-neuron tensors are returned unchanged.
 at::Tensor host_alias(const at::Tensor& t);
 
+// CPU tensor with `t`'s geometry on `host_storage`, a host storage that already aliases t's
+// neuron storage (another argument's alias in the same op call). Arguments that share device
+// memory then share one CPU storage, as they do on CPU, so CPU's memory-overlap checks
+// (at::assert_no_overlap, TensorIterator's partial-overlap check) see them. Not cached.
+at::Tensor host_alias_on(const at::Tensor& t, const c10::Storage& host_storage);
+
 // Caches `host` as the alias of neuron tensor `t` when it views exactly `t`'s bytes and
 // geometry (a kernel's fresh output that `t` adopted without a copy): the next op reading `t`
 // then needs no new alias TensorImpl/StorageImpl.

@@ -17,7 +17,14 @@ namespace torch_neuronx {
 
 extern std::atomic<bool> g_perf_enabled;
 
+// A build with -DTORCH_NEURONX_NO_PERF_HOOK compiles the hook out (the compiler drops every
+// branch behind it): benchmarks/callgrind_eager.py --baseline-so compares such a build with
+// the real one to count what the hook costs while nobody measures (BENCHMARKS.md).
+#ifdef TORCH_NEURONX_NO_PERF_HOOK
+constexpr bool perf_enabled() { return false; }
+#else
 inline bool perf_enabled() { return g_perf_enabled.load(std::memory_order_relaxed); }
+#endif
 
 void set_perf_enabled(bool on);
 

@@ -1,0 +1,315 @@
+"""The eager fast path (csrc/eager/fast_ops.cpp) against the generic path and CPU.
+
+The hottest structured ops run CPU's structured kernel classes directly on neuron tensors.
+Every call here runs three times: on CPU, on neuron with the fast path on, and on neuron with
+it off (the generic path). Results must be identical (values bit for bit, dtype, shape,
+strides), the fast path must have run exactly when the call is eligible, and tracking
+(executed ops, kernel plan cache counters) must not depend on the path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_neuronx
+from torch_neuronx import _C
+
+aten = torch.ops.aten
+
+
+@contextlib.contextmanager
+def fast_path(on: bool):
+    before = _C._eager_fast_path()
+    _C._set_eager_fast_path(on)
+    try:
+        yield
+    finally:
+        _C._set_eager_fast_path(before)
+
+
+def _to(x, device):
+    if isinstance(x, torch.Tensor):
+        # keep the geometry (transposed / expanded inputs must stay so on the device)
+        if x.dim() >= 2 and not x.is_contiguous() and x.t().is_contiguous():
+            return x.t().to(device).t()
+        return x.to(device)
+    return x
+
+
+def _same(c: torch.Tensor, n: torch.Tensor, what: str) -> None:
+    assert n.device.type == "neuron", what
+    assert (n.dtype, n.shape, n.stride()) == (c.dtype, c.shape, c.stride()), (
+        f"{what}: neuron {n.dtype} {tuple(n.shape)} {n.stride()} vs CPU "
+        f"{c.dtype} {tuple(c.shape)} {c.stride()}"
+    )
+    n = n.cpu()
+    assert torch.equal(c.isnan(), n.isnan()), what
+    assert torch.equal(torch.nan_to_num(c, nan=0.0), torch.nan_to_num(n, nan=0.0)), what
+
+
+def _run(fn, args, on: bool):
+    with fast_path(on):
+        before = _C._eager_fast_path_calls()
+        out = fn(*[_to(a, "neuron") for a in args])
+        return out, _C._eager_fast_path_calls() - before
+
+
+g = torch.Generator().manual_seed(0)
+
+
+def r(*shape, dtype=torch.float32):
+    return torch.randn(*shape, generator=g).to(dtype)
+
+
+def _clone_first(fn):
+    """An in-place op applied to a copy of its first argument (the copy is returned)."""
+
+    def run(x, *rest):
+        y = x.clone()
+        fn(y, *rest)
+        return y
+
+    return run
+
+
+# (name, fn, args, takes the fast path)
+CASES = [
+    ("add", torch.add, (r(4, 5), r(5)), True),
+    ("add alpha", lambda a, b: torch.add(a, b, alpha=-2.5), (r(3, 4), r(3, 4)), True),
+    ("add transposed", torch.add, (r(5, 4).t(), r(4, 5)), True),
+    ("add 0-dim", torch.add, (r(4, 5), r(())), True),
+    ("add empty", torch.add, (r(0, 5), r(5)), True),
+    ("add bf16", torch.add, (r(4, 5, dtype=torch.bfloat16), r(5, dtype=torch.bfloat16)), True),
+    # bf16/f16 with a Python number: CPU computes with the number's value in float (generic)
+    ("add f16 number", lambda a: a + 0.1, (r(4, 5, dtype=torch.float16),), False),
+    ("bf16 times 1.001", lambda a: a * 1.001, (r(40, dtype=torch.bfloat16),), False),
+    ("add number", lambda a: a + 3, (r(4, 5),), True),
+    ("add bool number", lambda a: a + True, (r(4, 5),), True),
+    ("sub", lambda a, b: a - b, (r(4, 5), r(4, 1)), True),
+    ("sub alpha", lambda a, b: torch.sub(a, b, alpha=3), (r(4, 5), r(5)), True),
+    ("rsub number", lambda a: 1 - a, (r(4, 5),), False),  # rsub: not on the fast path
+    ("mul", torch.mul, (r(2, 3, 4), r(3, 1)), True),
+    ("mul number", lambda a: a * 0.5, (r(7),), True),
+    ("div", torch.div, (r(4, 5), r(4, 5)), True),
+    ("div number", lambda a: a / 3.0, (r(4, 5),), True),
+    ("add_", _clone_first(lambda a, b: a.add_(b, alpha=2)), (r(4, 5), r(5)), True),
+    ("sub_", _clone_first(lambda a, b: a.sub_(b)), (r(4, 5), r(4, 5)), True),
+    ("mul_ number", _clone_first(lambda a: a.mul_(0.25)), (r(4, 5),), True),
+    ("div_", _clone_first(lambda a, b: a.div_(b)), (r(4, 5), r(1, 5)), True),
+    ("mm", torch.mm, (r(4, 5), r(5, 3)), True),
+    ("mm transposed", torch.mm, (r(5, 4).t(), r(3, 5).t()), True),
+    ("addmm", torch.addmm, (r(3), r(4, 5), r(5, 3)), True),
+    (
+        "addmm beta alpha",
+        lambda c, a, b: torch.addmm(c, a, b, beta=0.5, alpha=2),
+        (r(4, 3), r(4, 5), r(5, 3)),
+        True,
+    ),
+    ("sum dim", lambda a: a.sum(0), (r(4, 5),), True),
+    ("sum dims keepdim", lambda a: a.sum((0, 2), keepdim=True), (r(3, 4, 5),), True),
+    ("sum all dims", lambda a: aten.sum.dim_IntList(a, None), (r(3, 4),), True),
+    (
+        "threshold_backward",
+        lambda a, b: aten.threshold_backward(a, b, 0.0),
+        (r(4, 5), r(4, 5)),
+        True,
+    ),
+    ("neg", torch.neg, (r(4, 5),), True),
+    ("rsqrt", torch.rsqrt, (r(4, 5).abs(),), True),
+    ("silu", F.silu, (r(4, 5),), True),
+    ("silu_backward", lambda a, b: aten.silu_backward(a, b), (r(4, 5), r(4, 5)), True),
+    ("gelu", F.gelu, (r(4, 5),), False),  # CPU's gelu uses oneDNN for CPU tensors only
+    ("pow", lambda a: a.pow(2), (r(4, 5),), True),
+    ("pow 0.5", lambda a: a.abs().pow(0.5), (r(4, 5),), True),
+    ("relu", F.relu, (r(4, 5),), True),
+    ("relu bf16", F.relu, (r(40, 5, dtype=torch.bfloat16),), True),
+    ("log_softmax", lambda a: F.log_softmax(a, -1), (r(4, 5),), True),
+    ("log_softmax dim 0", lambda a: F.log_softmax(a, 0), (r(4, 5),), True),
+    ("log_softmax f16", lambda a: F.log_softmax(a, -1), (r(4, 50, dtype=torch.float16),), True),
+    (
+        "log_softmax_backward",
+        lambda g, o: aten._log_softmax_backward_data(g, o, 1, torch.float32),
+        (r(4, 5), r(4, 5)),
+        True,
+    ),
+    ("fill_", _clone_first(lambda a: a.fill_(2.5)), (r(4, 5),), True),
+    ("zeros_like", torch.zeros_like, (r(3, 7),), False),  # zero_ runs whole on the generic path
+    ("fill_ transposed", _clone_first(lambda a: a.t().fill_(-1)), (r(4, 5),), True),
+    # bf16/fp16 matmuls may use oneDNN for CPU tensors: generic path
+    ("mm bf16", torch.mm, (r(16, 32, dtype=torch.bfloat16), r(32, 8, dtype=torch.bfloat16)), False),
+    ("mm f16", torch.mm, (r(16, 32, dtype=torch.float16), r(32, 8, dtype=torch.float16)), False),
+    ("mm large", torch.mm, (r(64, 128), r(128, 96)), True),
+    (
+        "addmm bf16",
+        torch.addmm,
+        (
+            r(8, dtype=torch.bfloat16),
+            r(16, 32, dtype=torch.bfloat16),
+            r(32, 8, dtype=torch.bfloat16),
+        ),
+        False,
+    ),
+    ("sum bf16", lambda a: a.sum(-1), (r(8, 300, dtype=torch.bfloat16),), True),
+    ("sum f16 large", lambda a: a.sum(0), (r(1000, 33, dtype=torch.float16),), True),
+    ("silu bf16", F.silu, (r(64, 33, dtype=torch.bfloat16),), True),
+    (
+        "mul bf16 large",
+        torch.mul,
+        (r(64, 300, dtype=torch.bfloat16), r(300, dtype=torch.bfloat16)),
+        True,
+    ),
+    ("rsqrt f16", torch.rsqrt, (r(4, 5, dtype=torch.float16).abs(),), True),
+    ("pow bf16", lambda a: a.pow(3), (r(40, 5, dtype=torch.bfloat16),), True),
+    ("f16 plus a number beyond its range", lambda a: a + 1e6, (r(4, dtype=torch.float16),), False),
+    ("f32 plus a number beyond its range", lambda a: a + 1e300, (r(4),), True),
+    ("f32 plus a large int", lambda a: a + (2**53 + 1), (r(4),), True),
+    # not eligible: the generic path runs them (same results)
+    (
+        "uint8 plus an out-of-range number",
+        lambda a: a + 1000,
+        (torch.tensor([0, 0, 1], dtype=torch.uint8),),
+        False,
+    ),
+    ("int plus a number", lambda a: a + 3, (torch.arange(5, dtype=torch.int32),), False),
+    ("add int", torch.add, (torch.arange(6).reshape(2, 3), torch.arange(3)), False),
+    ("add mixed dtypes", torch.add, (r(4, 5), r(5, dtype=torch.float16)), False),
+    ("add float64", torch.add, (r(4, 5, dtype=torch.float64), r(5, dtype=torch.float64)), False),
+    ("int tensor times number", lambda a: a * 1.5, (torch.arange(6),), False),
+    ("sum dtype", lambda a: a.sum(0, dtype=torch.float64), (r(4, 5),), False),
+    ("div int", torch.div, (torch.arange(1, 7), torch.arange(1, 7)), False),
+]
+
+
+@pytest.mark.parametrize("name,fn,args,fast", CASES, ids=[c[0] for c in CASES])
+def test_fast_and_generic_paths_agree_with_cpu(name, fn, args, fast):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the float64 policy warning
+        expected = fn(*args)
+        on, on_calls = _run(fn, args, True)
+        off, off_calls = _run(fn, args, False)
+    if expected.dtype != torch.float64:
+        _same(expected, on, f"{name} (fast path)")
+    _same(off.cpu() if expected.dtype == torch.float64 else expected, on, f"{name} fast vs generic")
+    _same(expected if expected.dtype != torch.float64 else off.cpu(), off, f"{name} (generic path)")
+    assert off_calls == 0
+    assert (on_calls > 0) == fast, f"{name}: fast path calls {on_calls}, expected fast={fast}"
+
+
+@pytest.mark.parametrize(
+    "fn,args",
+    [
+        (lambda a, b: a.add_(b), (r(3), r(2, 3))),  # in-place result cannot broadcast
+        (torch.mm, (r(2, 3), r(4, 5))),
+        (torch.add, (r(2, 3), r(4, 3))),
+        (lambda a, b, c: torch.addmm(a, b, c), (r(7), r(2, 3), r(3, 5))),
+    ],
+)
+def test_errors_are_cpus(fn, args):
+    with pytest.raises(RuntimeError) as cpu:
+        fn(*args)
+    for on in (True, False):
+        with pytest.raises(RuntimeError) as dev:
+            _run(fn, args, on)
+        assert type(dev.value) is type(cpu.value)
+        assert str(dev.value).splitlines()[0] == str(cpu.value).splitlines()[0]
+
+
+def _tracking(fn, args):
+    x = [_to(a, "neuron") for a in args]
+    fn(*x)  # plans built
+    _C._clear_op_tracking()
+    _C._clear_counters()
+    fn(*x)
+    c = _C._counters()
+    return (
+        _C._executed_ops(),
+        c["CompilationCache.InMemoryHits"],
+        c["CompilationCache.InMemoryMisses"],
+    )
+
+
+@pytest.mark.parametrize("name,fn,args,fast", CASES, ids=[c[0] for c in CASES])
+def test_tracking_and_plan_counters_do_not_depend_on_the_path(name, fn, args, fast):
+    with fast_path(True):
+        on = _tracking(fn, args)
+    with fast_path(False):
+        off = _tracking(fn, args)
+    assert on == off
+
+
+def test_measuring_sends_ops_through_the_generic_path():
+    a = torch.ones(8, device="neuron")
+    with fast_path(True):
+        before = _C._eager_fast_path_calls()
+        with torch_neuronx.perf.measure() as m:
+            a + a
+        assert _C._eager_fast_path_calls() == before  # the model sees every op
+        assert any("add" in e.cost.name for e in m.events)
+        a + a
+        assert _C._eager_fast_path_calls() == before + 1
+
+
+def test_reduced_precision_float32_matmul_takes_the_generic_path():
+    a, b = torch.randn(8, 16, device="neuron"), torch.randn(16, 4, device="neuron")
+    before = torch.get_float32_matmul_precision()
+    with fast_path(True):
+        try:
+            torch.set_float32_matmul_precision("medium")
+            n = _C._eager_fast_path_calls()
+            out = a @ b
+            assert _C._eager_fast_path_calls() == n
+            assert torch.equal(out.cpu(), a.cpu() @ b.cpu())  # CPU's own choice of kernel
+            torch.set_float32_matmul_precision("highest")
+            a @ b
+            assert _C._eager_fast_path_calls() == n + 1
+        finally:
+            torch.set_float32_matmul_precision(before)
+
+
+def test_strict_mode_is_unaffected():
+    a = torch.ones(8, device="neuron")
+    with fast_path(True):
+        _C._set_strict(True)
+        try:
+            torch.testing.assert_close((a + a).cpu(), torch.full((8,), 2.0))
+        finally:
+            _C._set_strict(False)
+
+
+def test_training_step_is_identical_on_both_paths():
+    from torch_neuronx.testing.models import build_mlp, make_mlp_batch
+
+    results = []
+    for on in (True, False):
+        with fast_path(on):
+            model = build_mlp(0, "neuron")
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            x, y = make_mlp_batch(0, batch_size=16, device="neuron")
+            losses = []
+            for _ in range(3):
+                opt.zero_grad(set_to_none=True)
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                opt.step()
+                losses.append(loss.item())
+            results.append((losses, [p.detach().cpu() for p in model.parameters()]))
+    (l1, p1), (l0, p0) = results
+    assert l1 == l0
+    for a, b in zip(p1, p0, strict=True):
+        assert torch.equal(a, b)
+
+
+def test_outputs_are_device_memory_on_the_inputs_device():
+    if torch.neuron.device_count() < 2:
+        pytest.skip("needs two neuron devices (the emulated instance has one core)")
+    a = torch.ones(4, device="neuron:1")
+    with fast_path(True):
+        before = torch.neuron.memory_allocated(1)
+        out = a + a
+        assert out.device == torch.device("neuron:1")
+        assert torch.neuron.memory_allocated(1) > before
