@@ -126,6 +126,8 @@ CASES = [
     ("gelu", F.gelu, (r(4, 5),), False),  # CPU's gelu uses oneDNN for CPU tensors only
     ("pow", lambda a: a.pow(2), (r(4, 5),), True),
     ("pow 0.5", lambda a: a.abs().pow(0.5), (r(4, 5),), True),
+    ("pow 1 (a copy)", lambda a: a.pow(1), (r(4, 5),), True),
+    ("pow 0 (a fill)", lambda a: a.pow(0), (r(4, 5),), True),
     ("relu", F.relu, (r(4, 5),), True),
     ("relu bf16", F.relu, (r(40, 5, dtype=torch.bfloat16),), True),
     ("log_softmax", lambda a: F.log_softmax(a, -1), (r(4, 5),), True),
