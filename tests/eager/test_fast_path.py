@@ -306,12 +306,21 @@ def test_training_step_is_identical_on_both_paths():
         assert torch.equal(a, b)
 
 
-def test_outputs_are_device_memory_on_the_inputs_device():
+def test_outputs_and_temporaries_stay_on_the_inputs_device():
     if torch.neuron.device_count() < 2:
         pytest.skip("needs two neuron devices (the emulated instance has one core)")
+    torch.neuron.set_device(0)
     a = torch.ones(4, device="neuron:1")
+    m1, m2 = torch.randn(8, 16).t().to("neuron:1"), torch.randn(8, 4).to("neuron:1")  # mm copies
     with fast_path(True):
-        before = torch.neuron.memory_allocated(1)
+        n = _C._eager_fast_path_calls()
+        torch.neuron.reset_peak_memory_stats(0)
+        before0 = torch.neuron.max_memory_allocated(0)
+        before1 = torch.neuron.memory_allocated(1)
         out = a + a
-        assert out.device == torch.device("neuron:1")
-        assert torch.neuron.memory_allocated(1) > before
+        prod = m1.mm(m2)
+        assert _C._eager_fast_path_calls() == n + 2
+        assert out.device == prod.device == torch.device("neuron:1")
+        assert torch.neuron.memory_allocated(1) > before1
+        assert torch.neuron.max_memory_allocated(0) == before0  # nothing landed on device 0
+    assert torch.equal(prod.cpu(), m1.cpu().mm(m2.cpu()))

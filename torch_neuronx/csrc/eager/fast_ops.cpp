@@ -76,6 +76,7 @@
 
 #include <array>
 #include <atomic>
+#include <optional>
 #include <type_traits>
 
 namespace torch_neuronx {
@@ -334,6 +335,9 @@ at::Tensor structured(const Op& op, const Args&... args) {
   account(op, {c10::IValue(args)...});
   OnDevice<Impl> k(d);
   PauseTracking inner;  // ops the kernel dispatches itself (fill_, copy_) are its implementation
+  // ... and allocate what they need (a contiguous copy) on the inputs' device
+  std::optional<c10::DeviceGuard> on;
+  if (C10_UNLIKELY(d != current_device())) on.emplace(c10::Device(kNeuron, c10::DeviceIndex(d)));
   k.meta(args...);
   k.impl(args..., k.maybe_get_output(0));
   return k.take();
@@ -461,6 +465,8 @@ at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool kee
   account(op, {self, dim_iv, keepdim, c10::IValue()});
   OnDevice<structured_sum_out> k(d);
   PauseTracking inner;  // the reduction fills its output through the dispatcher
+  std::optional<c10::DeviceGuard> on;
+  if (C10_UNLIKELY(d != current_device())) on.emplace(c10::Device(kNeuron, c10::DeviceIndex(d)));
   k.meta(self, dim, keepdim, dtype);
   k.impl(self, dim, keepdim, dtype, k.maybe_get_output(0));
   return k.take();
