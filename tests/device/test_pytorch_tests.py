@@ -71,6 +71,21 @@ def test_pairing_and_grouping():
     assert pt.classify(
         "test_flip", "empty_strided not supported on quantized tensors", "failed"
     ) == ("quantized")
+    # an accelerator-consistent exclusion needs both the listed test and its message
+    same_device = (
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two "
+        "devices, neuron:0 and cpu! (when checking arguments for aten::index_fill_)"
+    )
+    cause = pt.classify(
+        "f.py::T::test_stable_sort_against_numpy_neuron_int8", same_device, "failed"
+    )
+    assert cause.startswith(pt.ACCELERATOR) and "CUDA refuses the same call" in cause
+    assert not pt.classify("f.py::T::test_other_neuron", same_device, "failed").startswith(
+        pt.ACCELERATOR
+    )
+    assert not pt.classify(
+        "f.py::T::test_stable_sort_against_numpy_neuron_int8", "AssertionError: x", "failed"
+    ).startswith(pt.ACCELERATOR)
 
 
 def _run(results):
@@ -83,6 +98,7 @@ def test_compare_and_report(tmp_path):
         "f.py::TCPU::test_b_cpu": {"outcome": "passed"},
         "f.py::TCPU::test_c_cpu": {"outcome": "failed"},
         "f.py::TCPU::test_sparse_cpu": {"outcome": "passed"},
+        "f.py::TCPU::test_stable_sort_against_numpy_cpu": {"outcome": "passed"},
     }
     neu = {
         "f.py::TPRIVATEUSE1::test_a_neuron": {"id": "a", "outcome": "passed", "msg": ""},
@@ -97,13 +113,21 @@ def test_compare_and_report(tmp_path):
             "outcome": "failed",
             "msg": "NotImplementedError: torch.sparse tensors are not supported on neuron",
         },
+        "f.py::TPRIVATEUSE1::test_stable_sort_against_numpy_neuron": {
+            "id": "f.py::TPRIVATEUSE1::test_stable_sort_against_numpy_neuron",
+            "outcome": "failed",
+            "msg": "RuntimeError: Expected all tensors to be on the same device, but found at least "
+            "two devices, neuron:0 and cpu! (when checking arguments for aten::index_fill_)",
+        },
     }
     s = pt.compare({"f.py": {"cpu": _run(cpu), "neuron": _run(neu)}})["f.py"]
-    assert s["cpu_passes"] == 3
+    assert s["cpu_passes"] == 4
     assert [e["id"].split("::")[-1] for e in s["cpu_pass_neuron_fail"]] == ["test_b_neuron"]
     assert len(s["cpu_pass_neuron_policy"]) == 1  # the CPU failure test_c is not counted
+    assert len(s["cpu_pass_neuron_accelerator"]) == 1
     section = pt.render({"f.py": s}, "test source")
-    assert "| f.py | 3 / 4 | 1 / 4 | 1 of 3 | 1 |" in section
+    assert "| f.py | 4 / 5 | 1 / 5 | 1 of 4 | 1 | 1 |" in section
+    assert "Accelerator-consistent exclusions" in section and "test skips this branch" in section
     doc = tmp_path / "coverage.md"
     doc.write_text("# Coverage\n\nrest\n")
     pt.write_docs(str(doc), section)
