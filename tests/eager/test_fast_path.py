@@ -187,6 +187,209 @@ CASES = [
 ]
 
 
+def _flat(*ts):
+    """Several results as one tensor (each flattened, then concatenated), to compare at once."""
+    return torch.cat([t.reshape(-1).to(ts[0].dtype) for t in ts])
+
+
+def _foreach(op, n_lists, *extra, clone=True, copy=torch.clone):
+    """A foreach op on lists of three tensors of different shapes; the lists' final values.
+    In-place ops work on copies (`copy`: a clone, itself a fast device copy on neuron)."""
+
+    def run(*flat):
+        lists = [list(flat[i * 3 : i * 3 + 3]) for i in range(n_lists)]
+        if clone:
+            lists[0] = [copy(t) for t in lists[0]]
+        out = op(*lists, *extra)
+        return _flat(*(out if out is not None else lists[0]))
+
+    return run
+
+
+def _lists(n, dtype=torch.float32, positive=False):
+    shapes = [(4, 5), (7,), (2, 3, 2)]
+    return tuple(
+        (r(*s, dtype=dtype).abs() + 0.1 if positive else r(*s, dtype=dtype))
+        for _ in range(n)
+        for s in shapes
+    )
+
+
+def _ln_backward(g, x, w, b, mask=(True, True, True)):
+    _, mean, rstd = aten.native_layer_norm(x, [5], w, b, 1e-5)
+    out = aten.native_layer_norm_backward(g, x, [5], mean, rstd, w, b, list(mask))
+    return _flat(*(t for t, m in zip(out, mask, strict=True) if m))
+
+
+def _nll_backward(g, logp, target, reduction=1):
+    _, total = aten.nll_loss_forward(logp, target, None, reduction, -100)
+    return aten.nll_loss_backward(g, logp, target, None, reduction, -100, total)
+
+
+_target = torch.tensor([1, 0, 4, 2, 2, 3])
+_target_ignored = torch.tensor([1, -100, 4, 2, -100, 3])
+
+
+def _generic_copy(t):
+    """A copy of an integer or bfloat16 tensor made by ops the generic path runs (t * 1)."""
+    return t * 1
+
+
+# Ops of fast_foreach.cpp (torch.optim's foreach steps), fast_norm_loss.cpp and fast_copy.cpp.
+CASES += [
+    ("foreach add_ Scalar", _foreach(torch._foreach_add_, 1, 1e-8), _lists(1), True),
+    (
+        "foreach add_ List",
+        _foreach(lambda a, b: torch._foreach_add_(a, b, alpha=-0.1), 2),
+        _lists(2),
+        True,
+    ),
+    ("foreach mul_ Scalar", _foreach(torch._foreach_mul_, 1, 0.999), _lists(1), True),
+    ("foreach mul_ int", _foreach(torch._foreach_mul_, 1, 3), _lists(1), True),
+    ("foreach div_ ScalarList", _foreach(torch._foreach_div_, 1, [0.9, 1.1, 3.0]), _lists(1), True),
+    ("foreach lerp_", _foreach(torch._foreach_lerp_, 2, 0.1), _lists(2), True),
+    (
+        "foreach addcmul_",
+        _foreach(lambda a, b, c: torch._foreach_addcmul_(a, b, c, value=0.001), 3),
+        _lists(3),
+        True,
+    ),
+    (
+        "foreach addcdiv_",
+        _foreach(lambda a, b, c: torch._foreach_addcdiv_(a, b, c, value=-0.5), 3, clone=True),
+        _lists(1) + _lists(2, positive=True),
+        True,
+    ),
+    (
+        "foreach addcdiv_ ScalarList",
+        _foreach(torch._foreach_addcdiv_, 3, [-1e-3, 2.0, 0.5]),
+        _lists(1) + _lists(2, positive=True),
+        True,
+    ),
+    ("foreach sqrt", _foreach(torch._foreach_sqrt, 1, clone=False), _lists(1, positive=True), True),
+    (
+        "foreach lerp_ bf16",
+        _foreach(torch._foreach_lerp_, 2, 0.1),
+        _lists(2, dtype=torch.bfloat16),
+        True,
+    ),
+    # a Python number next to bfloat16 (CPU computes with its float value): generic path
+    (
+        "foreach mul_ bf16",
+        _foreach(torch._foreach_mul_, 1, 0.999, copy=_generic_copy),
+        _lists(1, dtype=torch.bfloat16),
+        False,
+    ),
+    (
+        "foreach add_ List int",
+        _foreach(torch._foreach_add_, 2, copy=_generic_copy),
+        tuple(torch.arange(6).reshape(2, 3) for _ in range(6)),
+        False,
+    ),
+    ("layer_norm", lambda x, w, b: F.layer_norm(x, (5,), w, b), (r(3, 4, 5), r(5), r(5)), True),
+    ("layer_norm no affine", lambda x: F.layer_norm(x, (4, 5)), (r(3, 4, 5),), True),
+    (
+        "layer_norm bf16",
+        lambda x, w, b: F.layer_norm(x, (5,), w, b),
+        (r(6, 5, dtype=torch.bfloat16), r(5, dtype=torch.bfloat16), r(5, dtype=torch.bfloat16)),
+        True,
+    ),
+    (
+        "layer_norm transposed",
+        lambda x, w, b: F.layer_norm(x, (5,), w, b),
+        (r(5, 6).t(), r(5), r(5)),
+        True,
+    ),
+    # bfloat16 input with float32 parameters (mixed precision): generic path
+    (
+        "layer_norm mixed",
+        lambda x, w, b: F.layer_norm(x, (5,), w, b),
+        (r(6, 5, dtype=torch.bfloat16), r(5), r(5)),
+        False,
+    ),
+    (
+        "layer_norm stats",
+        lambda x, w, b: _flat(*aten.native_layer_norm(x, [5], w, b, 1e-5)),
+        (r(3, 4, 5), r(5), r(5)),
+        True,
+    ),
+    ("layer_norm backward", _ln_backward, (r(3, 5), r(3, 5), r(5), r(5)), True),
+    (
+        "layer_norm backward no affine",
+        lambda g, x: _ln_backward(g, x, None, None, (True, False, False)),
+        (r(3, 5), r(3, 5)),
+        True,
+    ),
+    ("nll_loss", lambda x, t: F.nll_loss(x, t), (F.log_softmax(r(6, 5), -1), _target), True),
+    (
+        "nll_loss sum",
+        lambda x, t: F.nll_loss(x, t, reduction="sum"),
+        (F.log_softmax(r(6, 5), -1), _target),
+        True,
+    ),
+    (
+        "nll_loss none",
+        lambda x, t: F.nll_loss(x, t, reduction="none"),
+        (F.log_softmax(r(6, 5), -1), _target),
+        True,
+    ),
+    (
+        "nll_loss ignore_index",
+        lambda x, t: F.nll_loss(x, t),
+        (F.log_softmax(r(6, 5), -1), _target_ignored),
+        True,
+    ),
+    (
+        "nll_loss weight",
+        lambda x, t, w: F.nll_loss(x, t, weight=w),
+        (F.log_softmax(r(6, 5), -1), _target, r(5).abs()),
+        True,
+    ),
+    (
+        "nll_loss bf16",
+        lambda x, t: F.nll_loss(x, t),
+        (F.log_softmax(r(6, 5), -1).bfloat16(), _target),
+        True,
+    ),
+    (
+        "nll_loss uint8 target",
+        lambda x, t: F.nll_loss(x, t),
+        (F.log_softmax(r(6, 5), -1), _target.byte()),
+        False,
+    ),
+    ("nll_loss backward", _nll_backward, (r(()), F.log_softmax(r(6, 5), -1), _target), True),
+    (
+        "nll_loss backward none",
+        lambda g, x, t: _nll_backward(g, x, t, 0),
+        (r(6), F.log_softmax(r(6, 5), -1), _target_ignored),
+        True,
+    ),
+    ("cross_entropy", lambda x, t: F.cross_entropy(x, t), (r(6, 5), _target), True),
+    ("copy_", lambda a, b: b.clone().copy_(a), (r(4, 5), r(4, 5)), True),
+    ("copy_ transposed", lambda a, b: b.clone().copy_(a), (r(5, 4).t(), r(4, 5)), True),
+    ("copy_ broadcast", lambda a, b: b.clone().copy_(a), (r(5), r(4, 5)), True),
+    (
+        "copy_ to bf16",
+        lambda a, b: b.clone().copy_(a),
+        (r(4, 5), r(4, 5, dtype=torch.bfloat16)),
+        True,
+    ),
+    (
+        "copy_ int64 to f32",
+        lambda a, b: b.clone().copy_(a),
+        (torch.arange(20).reshape(4, 5) * 12345678, r(4, 5)),
+        True,
+    ),
+    (
+        "copy_ f64",
+        lambda a, b: b.clone().copy_(a),
+        (r(4, 5, dtype=torch.float64) / 3, r(4, 5, dtype=torch.float64)),
+        True,
+    ),
+    ("contiguous", lambda a: a.contiguous(), (r(5, 4).t(),), True),
+]
+
+
 @pytest.mark.parametrize("name,fn,args,fast", CASES, ids=[c[0] for c in CASES])
 def test_fast_and_generic_paths_agree_with_cpu(name, fn, args, fast):
     with warnings.catch_warnings():
@@ -271,6 +474,49 @@ def test_reduced_precision_float32_matmul_takes_the_generic_path():
             assert _C._eager_fast_path_calls() == n + 1
         finally:
             torch.set_float32_matmul_precision(before)
+
+
+def test_device_copy_keeps_cpus_overlap_check_and_skips_self_copies():
+    for on in (True, False):
+        with fast_path(on):
+            x = torch.arange(6.0, device="neuron")
+            x.copy_(x)  # onto itself: nothing to do
+            x[:3].copy_(x[3:])  # disjoint halves of one storage
+            assert x.cpu().tolist() == [3.0, 4.0, 5.0, 3.0, 4.0, 5.0]
+    with fast_path(True):  # CPU refuses a partially overlapping copy, and so does the device
+        y = torch.arange(5.0, device="neuron")
+        with pytest.raises(RuntimeError, match="single memory location"):
+            y[1:].copy_(y[:-1])
+        assert y.cpu().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+def test_adamw_and_sgd_steps_take_the_fast_foreach_kernels():
+    """torch.optim's foreach steps: the same parameters on both paths, and the fast kernels ran."""
+    from torch_neuronx.testing.models import build_tinygpt, make_batch
+
+    for make_opt in (
+        lambda p: torch.optim.AdamW(p, lr=1e-3, weight_decay=0.1),
+        lambda p: torch.optim.Adam(p, lr=1e-3),
+        lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, weight_decay=1e-4),
+    ):
+        results = []
+        for on in (True, False):
+            with fast_path(on):
+                model = build_tinygpt(0, "neuron")
+                opt = make_opt(model.parameters())
+                idx, tgt = make_batch(0, batch_size=2, device="neuron")
+                calls = _C._eager_fast_path_calls()
+                for _ in range(2):
+                    opt.zero_grad(set_to_none=True)
+                    _, loss = model(idx, tgt)
+                    loss.backward()
+                    opt.step()
+                calls = _C._eager_fast_path_calls() - calls
+                results.append((calls, [p.detach().cpu() for p in model.parameters()]))
+        (calls_on, p_on), (calls_off, p_off) = results
+        assert calls_on > 0 and calls_off == 0
+        for a, b in zip(p_on, p_off, strict=True):
+            assert torch.equal(a, b)
 
 
 def test_strict_mode_is_unaffected():

@@ -1,6 +1,7 @@
 // Kernels the emulated core implements directly (not through the generic path in
 // kernel.cpp): allocation, metadata-only views, resizing, storage rebinding, and copies
 // between host and device, which are the device's DMA transfers.
+#include "eager/fast_ops.h"
 #include "runtime/allocator.h"
 #include "runtime/host_alias.h"
 #include "runtime/perf_hook.h"
@@ -111,6 +112,7 @@ at::Tensor& set_empty(at::Tensor& self) {
 // Host<->device and device<->device transfers. Both sides are viewed as CPU tensors over
 // their own memory, so a contiguous copy is one memcpy with no staging buffer.
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  if (fast_device_copy(self, dst, non_blocking)) return dst;  // one device: no aliases needed
   if (self.device().type() == kNeuron && !dst.device().is_privateuseone()) {
     sync_for_host_read(self.device().index());  // device -> host: a host read
   }
