@@ -37,7 +37,6 @@ import sys
 import time
 
 from torch_neuronx.runtime import env
-from torch_neuronx.tools import pytorch_tests
 
 # The source tree of the package under test: the report names its git commit.
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -573,6 +572,34 @@ def known_failures_snippet(recs) -> str:
     return "\n".join(literal("KNOWN_FAILURES", kf) + literal("KNOWN_CRASHES", crashes))
 
 
+# A section of the report that this tool does not generate (written by another tool, such as
+# tools/pytorch_tests.py, or kept by hand, such as the float64 measurements of issue 13) sits
+# between `<!-- NAME:begin ... -->` and `<!-- NAME:end -->` lines; a rewrite keeps every such
+# block, in its order, after the generated part, so no tool needs to know the others' markers.
+_MARKED_BLOCK = re.compile(
+    r"^<!-- (?P<name>[\w.-]+):begin\b[^\n]*-->[ \t]*$.*?^<!-- (?P=name):end -->[ \t]*$",
+    re.MULTILINE | re.DOTALL,
+)
+
+
+def preserved_blocks(path: str) -> list[str]:
+    """The marked blocks of an existing report, markers included, in file order."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [m.group(0) for m in _MARKED_BLOCK.finditer(f.read())]
+
+
+def write_report(path: str, text: str) -> None:
+    """Writes the generated report `text` to `path`, followed by the marked blocks of the
+    file it replaces."""
+    for block in preserved_blocks(path):
+        text += "\n" + block + "\n"
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--out", default=os.path.join("docs", "coverage.md"))
@@ -617,12 +644,7 @@ def main(argv=None) -> int:
     mode = "CI sample" if args.ci else ("ops " + args.ops if args.ops else "full sweep")
     if args.categories:
         mode += f", categories {args.categories}"
-    text = render(recs, device, mode)
-    # the section that tools/pytorch_tests.py writes into the same file survives a rewrite
-    text += pytorch_tests.preserved_section(args.out)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write(text)
+    write_report(args.out, render(recs, device, mode))
     res = [r for r in recs if "status" in r]
     c = collections.Counter(r["status"] for r in res)
     print(f"coverage_sweep: {len(res)} samples: {dict(c)} -> {args.out}")
