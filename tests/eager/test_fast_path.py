@@ -140,7 +140,9 @@ CASES = [
         True,
     ),
     ("fill_", _clone_first(lambda a: a.fill_(2.5)), (r(4, 5),), True),
-    ("zeros_like", torch.zeros_like, (r(3, 7),), False),  # zero_ runs whole on the generic path
+    ("zeros_like", torch.zeros_like, (r(3, 7),), True),
+    ("zero_", _clone_first(lambda a: a.zero_()), (r(4, 5),), True),
+    ("zero_ int", lambda a: a.mul(1).zero_(), (torch.arange(6),), False),
     ("fill_ transposed", _clone_first(lambda a: a.t().fill_(-1)), (r(4, 5),), True),
     # bf16/fp16 matmuls may use oneDNN for CPU tensors: generic path
     ("mm bf16", torch.mm, (r(16, 32, dtype=torch.bfloat16), r(32, 8, dtype=torch.bfloat16)), False),
@@ -387,6 +389,34 @@ CASES += [
         True,
     ),
     ("contiguous", lambda a: a.contiguous(), (r(5, 4).t(),), True),
+    # the single-tensor ops of the for-loop optimizers (foreach=False)
+    ("lerp_", _clone_first(lambda a, b: a.lerp_(b, 0.1)), (r(4, 5), r(4, 5)), True),
+    ("lerp_ broadcast", _clone_first(lambda a, b: a.lerp_(b, 0.9)), (r(4, 5), r(5)), True),
+    (
+        "addcmul_",
+        _clone_first(lambda a, b, c: a.addcmul_(b, c, value=0.01)),
+        (r(4, 5), r(4, 5), r(4, 5)),
+        True,
+    ),
+    (
+        "addcdiv_",
+        _clone_first(lambda a, b, c: a.addcdiv_(b, c, value=-0.5)),
+        (r(4, 5), r(4, 5), r(4, 5).abs() + 0.1),
+        True,
+    ),
+    (
+        "addcdiv_ bf16",
+        _clone_first(lambda a, b, c: a.addcdiv_(b, c, value=2)),
+        (
+            r(4, 5, dtype=torch.bfloat16),
+            r(4, 5, dtype=torch.bfloat16),
+            r(4, 5, dtype=torch.bfloat16).abs() + 0.1,
+        ),
+        True,
+    ),
+    ("sqrt", torch.sqrt, (r(4, 5).abs(),), True),
+    ("sqrt f16", torch.sqrt, (r(4, 5, dtype=torch.float16).abs(),), True),
+    ("sqrt int", torch.sqrt, (torch.arange(6),), False),
 ]
 
 
@@ -490,12 +520,14 @@ def test_device_copy_keeps_cpus_overlap_check_and_skips_self_copies():
         assert y.cpu().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
 
 
-def test_adamw_and_sgd_steps_take_the_fast_foreach_kernels():
-    """torch.optim's foreach steps: the same parameters on both paths, and the fast kernels ran."""
+def test_adamw_and_sgd_steps_take_the_fast_kernels():
+    """torch.optim's steps (foreach, and AdamW's for-loop): the same parameters on both paths,
+    and the fast kernels ran."""
     from torch_neuronx.testing.models import build_tinygpt, make_batch
 
     for make_opt in (
         lambda p: torch.optim.AdamW(p, lr=1e-3, weight_decay=0.1),
+        lambda p: torch.optim.AdamW(p, lr=1e-3, weight_decay=0.1, foreach=False),
         lambda p: torch.optim.Adam(p, lr=1e-3),
         lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, weight_decay=1e-4),
     ):

@@ -1,4 +1,5 @@
-// Fast kernels for the foreach ops of torch.optim's Adam, AdamW and SGD (issue 11).
+// Fast kernels for the optimizers' ops (issue 11): the foreach ops of torch.optim's Adam,
+// AdamW and SGD, and the single-tensor ops their for-loop implementations (foreach=False) call.
 //
 // torch.optim picks its foreach implementation for neuron parameters (PrivateUse1 is in
 // torch.utils._foreach_utils' supported devices). CPU's foreach kernels are its "slow" ones: a
@@ -205,7 +206,49 @@ std::vector<at::Tensor> foreach_sqrt(at::TensorList self) {
   return out;
 }
 
+// ---- the single-tensor forms (for-loop optimizers, user code) ----
+// In-place op of `self` and `Tensors` more tensors of its dtype, then non-tensor arguments.
+template <class Impl, typename... Args>
+at::Tensor& inplace(const Op& op, int d, at::Tensor& self, const Args&... args) {
+  if (d < 0) {
+    generic(op, self, args...);
+    return self;
+  }
+  account(op, {self, args...});
+  KernelScope scope(d);
+  InPlace<Impl> k(self);
+  k.meta(self, args...);
+  k.impl(self, args..., self);
+  return self;
+}
+
+at::Tensor& lerp_scalar_(at::Tensor& self, const at::Tensor& end, const c10::Scalar& weight) {
+  NEURON_FAST_OP(op, "aten::lerp_", "Scalar");
+  const int d = weight.isComplex() ? -1 : eligible_device(op, self, end);
+  return inplace<structured_lerp_Scalar>(op, d, self, end, weight);
+}
+at::Tensor& addcmul_(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,
+                     const c10::Scalar& value) {
+  NEURON_FAST_OP(op, "aten::addcmul_", "");
+  const int d = value.isComplex() ? -1 : eligible_device(op, self, t1, t2);
+  return inplace<structured_addcmul_out>(op, d, self, t1, t2, value);
+}
+at::Tensor& addcdiv_(at::Tensor& self, const at::Tensor& t1, const at::Tensor& t2,
+                     const c10::Scalar& value) {
+  NEURON_FAST_OP(op, "aten::addcdiv_", "");
+  const int d = value.isComplex() ? -1 : eligible_device(op, self, t1, t2);
+  return inplace<structured_addcdiv_out>(op, d, self, t1, t2, value);
+}
+at::Tensor sqrt(const at::Tensor& self) {
+  NEURON_FAST_OP(op, "aten::sqrt", "");
+  return structured<structured_sqrt_out, 1>(op, self);
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("lerp_.Scalar", TORCH_FN(lerp_scalar_));
+  m.impl("addcmul_", TORCH_FN(addcmul_));
+  m.impl("addcdiv_", TORCH_FN(addcdiv_));
+  m.impl("sqrt", TORCH_FN(sqrt));
   m.impl("_foreach_add_.Scalar", TORCH_FN(foreach_add_scalar));
   m.impl("_foreach_add_.List", TORCH_FN(foreach_add_list));
   m.impl("_foreach_mul_.Scalar", TORCH_FN(foreach_mul_scalar));

@@ -199,6 +199,17 @@ at::Tensor& fill_(at::Tensor& self, const c10::Scalar& value) {
   return at::native::fill_(self, value);  // a TensorIterator over `self`: fill_stub's loop
 }
 
+at::Tensor& zero_(at::Tensor& self) {
+  NEURON_FAST_OP(op, "aten::zero_", "");
+  if (eligible_device(op, self) < 0) {
+    generic(op, self);
+    return self;
+  }
+  account(op, {self});
+  // CPU's zero_ is fill_(0) (its memset shortcut is for CPU tensors only): fill_stub's loop.
+  return at::native::fill_(self, 0);
+}
+
 at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                    std::optional<at::ScalarType> dtype) {
   NEURON_FAST_OP(op, "aten::sum", "dim_IntList");
@@ -236,6 +247,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_log_softmax", TORCH_FN(log_softmax));
   m.impl("_log_softmax_backward_data", TORCH_FN(log_softmax_backward));
   m.impl("fill_.Scalar", TORCH_FN(fill_));
+  m.impl("zero_", TORCH_FN(zero_));
 }
 
 }  // namespace

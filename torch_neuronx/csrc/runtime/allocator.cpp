@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -58,6 +59,66 @@ struct StatArray {
   }
 };
 
+// Fixed-size chunks recycled through a per-thread free list. Every tensor allocation and free
+// creates or destroys a few bookkeeping nodes (a free-pool set node, a split Block, a live-map
+// node); through glibc's malloc/free each costs a few hundred instructions, here a few. A chunk
+// freed on another thread joins that thread's list. The lists only grow to the largest number
+// of nodes alive at once and are never returned (like all driver globals; a thread's list is
+// leaked when it exits).
+template <size_t Size>
+struct ChunkFreeList {
+  struct Chunk {
+    Chunk* next;
+  };
+  static_assert(Size >= sizeof(Chunk), "a chunk holds at least the free-list link");
+  static Chunk*& head() {
+    static thread_local Chunk* h = nullptr;
+    return h;
+  }
+  static void* get() {
+    Chunk*& h = head();
+    if (Chunk* c = h) {
+      h = c->next;
+      return c;
+    }
+    return ::operator new(Size);
+  }
+  static void put(void* p) noexcept {
+    Chunk*& h = head();
+    auto* c = static_cast<Chunk*>(p);
+    c->next = h;
+    h = c;
+  }
+};
+
+// A standard allocator over ChunkFreeList for node-based containers (single-node requests;
+// arrays, such as a hash table's buckets, use operator new).
+template <class T>
+struct PooledAllocator {
+  using value_type = T;
+  PooledAllocator() noexcept = default;
+  template <class U>
+  PooledAllocator(const PooledAllocator<U>&) noexcept {}
+  T* allocate(size_t n) {
+    if (n == 1) return static_cast<T*>(ChunkFreeList<sizeof(T)>::get());
+    return static_cast<T*>(::operator new(n * sizeof(T)));
+  }
+  void deallocate(T* p, size_t n) noexcept {
+    if (n == 1)
+      ChunkFreeList<sizeof(T)>::put(p);
+    else
+      ::operator delete(p);
+  }
+  template <class U>
+  bool operator==(const PooledAllocator<U>&) const noexcept {
+    return true;
+  }
+  template <class U>
+  bool operator!=(const PooledAllocator<U>&) const noexcept {
+    return false;
+  }
+};
+
 struct Block {
   int device;
   bool small;
@@ -70,6 +131,14 @@ struct Block {
   Block* prev = nullptr;
   Block* next = nullptr;
 };
+
+Block* new_block(int device, bool small) {
+  return new (ChunkFreeList<sizeof(Block)>::get()) Block{device, small};
+}
+void delete_block_object(Block* b) noexcept {
+  b->~Block();
+  ChunkFreeList<sizeof(Block)>::put(b);
+}
 
 struct BlockLess {
   bool operator()(const Block* a, const Block* b) const {
@@ -97,19 +166,22 @@ struct DeviceAllocator {
   int device;
   bool workspace = false;
   std::mutex mu;
-  std::set<Block*, BlockLess> free_small, free_large;
+  using BlockSet = std::set<Block*, BlockLess, PooledAllocator<Block*>>;
+  BlockSet free_small, free_large;
   StatArray allocated_bytes, reserved_bytes, active_bytes, requested_bytes;
   StatArray allocation, segment, active, inactive_split, inactive_split_bytes;
   int64_t num_alloc_retries = 0, num_ooms = 0, num_device_alloc = 0, num_device_free = 0;
   // The first block of each segment, by segment base (memory snapshots walk from it).
-  std::map<char*, Block*> segment_first;
+  using BlockMap =
+      std::map<char*, Block*, std::less<char*>, PooledAllocator<std::pair<char* const, Block*>>>;
+  BlockMap segment_first;
   // Device pool only: the adopted workspace blocks (each counted as its own segment).
-  std::map<char*, Block*> adopted;
+  BlockMap adopted;
   // The stack of the allocation or free being served (memory history; captured by the
   // caller before taking `mu`, since capturing Python frames may take the GIL).
   std::shared_ptr<c10::GatheredContext> context;
 
-  std::set<Block*, BlockLess>& pool(bool small) { return small ? free_small : free_large; }
+  BlockSet& pool(bool small) { return small ? free_small : free_large; }
 
   // Every statistic with its torch.cuda name, in memory_stats() order.
   std::array<std::pair<const char*, StatArray*>, 9> stats() {
@@ -144,7 +216,7 @@ struct DeviceAllocator {
           }
           std::free(b->ptr);
           it = p->erase(it);
-          delete b;
+          delete_block_object(b);
           released = true;
         } else {
           ++it;
@@ -206,7 +278,7 @@ struct DeviceAllocator {
     num_device_alloc++;
     reserved_bytes.add(small, int64_t(seg));
     segment.add(small, 1);
-    auto* b = new Block{device, small};
+    auto* b = new_block(device, small);
     b->size = seg;
     b->workspace = workspace;
     b->ptr = static_cast<char*>(mem);
@@ -251,7 +323,7 @@ struct DeviceAllocator {
     // Split off the remainder when it is worth keeping.
     size_t remaining = b->size - rounded;
     if (remaining >= (small ? kMinBlock : kSmallLimit)) {
-      auto* rest = new Block{device, small};
+      auto* rest = new_block(device, small);
       rest->workspace = workspace;
       rest->size = remaining;
       rest->ptr = b->ptr + rounded;
@@ -332,7 +404,7 @@ struct DeviceAllocator {
         if (dst->next) dst->next->prev = dst;
       }
       dst->size += src->size;
-      delete src;
+      delete_block_object(src);
     };
     if (b->prev && !b->prev->allocated) merge(b, b->prev);
     if (b->next && !b->next->allocated) merge(b, b->next);
@@ -374,7 +446,9 @@ DeviceAllocator& get_ws(int device) { return get_pool(g_workspaces, device, true
 // Leaked on purpose (like all driver globals): tensors may be freed during interpreter
 // shutdown, after static destructors would have run.
 std::mutex& g_live_mu = *new std::mutex;
-std::unordered_map<void*, Block*>& g_live = *new std::unordered_map<void*, Block*>;
+using LiveMap = std::unordered_map<void*, Block*, std::hash<void*>, std::equal_to<void*>,
+                                   PooledAllocator<std::pair<void* const, Block*>>>;
+LiveMap& g_live = *new LiveMap;
 
 void register_block(Block* b) {
   std::lock_guard<std::mutex> g(g_live_mu);

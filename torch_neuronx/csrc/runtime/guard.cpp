@@ -8,9 +8,9 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
-#include <unordered_map>
 #include <vector>
 
 namespace torch_neuronx {
@@ -22,7 +22,12 @@ using c10::Stream;
 using c10::StreamId;
 
 std::atomic<StreamId> g_next_stream{1};
-thread_local std::unordered_map<DeviceIndex, StreamId> t_current_stream;
+// The current stream of each device index on this thread (0: the default stream). The autograd
+// engine reads and exchanges it around every backward node: a flat array, not a map. Slot 0
+// holds index -1 (a device without an index), as the map did.
+constexpr int kStreamSlots = 129;  // DeviceIndex is int8_t: -1..127
+thread_local std::array<StreamId, kStreamSlots> t_current_stream{};
+StreamId& current_stream_slot(DeviceIndex d) { return t_current_stream[size_t(int(d) + 1)]; }
 
 struct Event {
   DeviceIndex device;
@@ -51,8 +56,7 @@ struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
 
   Stream getStream(Device d) const override {
-    auto it = t_current_stream.find(d.index());
-    return Stream(Stream::UNSAFE, d, it == t_current_stream.end() ? 0 : it->second);
+    return Stream(Stream::UNSAFE, d, current_stream_slot(d.index()));
   }
   Stream getDefaultStream(Device d) const override { return Stream(Stream::UNSAFE, d, 0); }
   Stream getNewStream(Device d, int /*priority*/) const override {
@@ -65,7 +69,7 @@ struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
   Stream exchangeStream(Stream s) const override {
     Stream old = getStream(s.device());
-    t_current_stream[s.device_index()] = s.id();
+    current_stream_slot(s.device_index()) = s.id();
     return old;
   }
   DeviceIndex deviceCount() const noexcept override { return DeviceIndex(device_count()); }
