@@ -62,11 +62,13 @@ run(n)
 helper.cg_stop()
 """
 
-# The fast path's kernels (csrc/eager/fast_ops.cpp): none calls another, so their inclusive
-# costs add up.
+# The fast path's kernels (csrc/eager/fast_*.cpp): none calls another, so their inclusive costs
+# add up (device copies are counted on their own line: fast kernels such as addmm run one inside).
 _FAST_KERNELS = re.compile(
     r"torch_neuronx::fast::\(anonymous namespace\)::(add|add_|sub|sub_|mul|mul_|div|div_|mm|addmm"
-    r"|threshold_backward|neg|rsqrt|silu|silu_backward|gelu|gelu_backward|pow_scalar|sum_dim)\("
+    r"|threshold_backward|neg|rsqrt|silu|silu_backward|pow_scalar|sum_dim|relu|log_softmax"
+    r"|log_softmax_backward|fill_|zero_|foreach_\w+|lerp_scalar_|addcmul_|addcdiv_|sqrt"
+    r"|layer_norm|layer_norm_backward|nll_loss_forward|nll_loss_backward)\("
 )
 
 # Functions of the neuron path whose inclusive cost is the per-stage breakdown (substring match
@@ -75,13 +77,18 @@ _FAST_KERNELS = re.compile(
 STAGES = (
     ("dispatch into the driver (boxed call)", "make_boxed_function<&torch_neuronx::"),
     ("driver: generic path (run_on_core_impl)", "run_on_core_impl("),
-    ("driver: fast path (fast_ops.cpp)", _FAST_KERNELS),
-    ("  tracking + plan cache lookup", "torch_neuronx::fast::(anonymous namespace)::account("),
-    ("  outputs allocated on the device", "fast::(anonymous namespace)::empty_on_device("),
     ("  op entry + plan cache lookup", "torch_neuronx::plan_for("),
     ("  host aliases of inputs", "torch_neuronx::host_alias(at::Tensor const&)"),
     ("  CPU kernel (redispatch)", "OperatorHandle::redispatchBoxed("),
     ("  outputs become neuron tensors", "to_neuron_output("),
+    ("driver: fast path (fast_*.cpp kernels)", _FAST_KERNELS),
+    ("  tracking + plan cache lookup", "torch_neuronx::fast::account("),
+    (
+        "  CPU's meta functions (shapes, dtypes, checks)",
+        re.compile(r"at::meta::structured_\w+::meta\("),
+    ),
+    ("  outputs allocated on the device", "torch_neuronx::fast::empty_on_device("),
+    ("device-to-device copies (fast_copy.cpp)", "torch_neuronx::fast_device_copy("),
     ("device allocator: allocate", "DeviceAllocator::allocate("),
     ("device allocator: free", "delete_block("),
 )

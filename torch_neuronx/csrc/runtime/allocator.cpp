@@ -62,18 +62,33 @@ struct StatArray {
 // Fixed-size chunks recycled through a per-thread free list. Every tensor allocation and free
 // creates or destroys a few bookkeeping nodes (a free-pool set node, a split Block, a live-map
 // node); through glibc's malloc/free each costs a few hundred instructions, here a few. A chunk
-// freed on another thread joins that thread's list. The lists only grow to the largest number
-// of nodes alive at once and are never returned (like all driver globals; a thread's list is
-// leaked when it exits).
+// freed on another thread joins that thread's list. A list only grows to the largest number of
+// nodes its thread freed and did not reuse; it is returned when the thread exits.
 template <size_t Size>
 struct ChunkFreeList {
   struct Chunk {
     Chunk* next;
   };
   static_assert(Size >= sizeof(Chunk), "a chunk holds at least the free-list link");
+  // The list head is a plain thread-local (no construction guard on the hot path); the
+  // thread's first use of an empty list also registers Release, which returns the list when
+  // the thread exits.
   static Chunk*& head() {
     static thread_local Chunk* h = nullptr;
     return h;
+  }
+  struct Release {
+    ~Release() {
+      Chunk*& h = head();
+      while (Chunk* c = h) {
+        h = c->next;
+        ::operator delete(c);
+      }
+    }
+  };
+  static void release_at_thread_exit() {
+    static thread_local Release r;
+    (void)r;
   }
   static void* get() {
     Chunk*& h = head();
@@ -81,10 +96,12 @@ struct ChunkFreeList {
       h = c->next;
       return c;
     }
+    release_at_thread_exit();
     return ::operator new(Size);
   }
   static void put(void* p) noexcept {
     Chunk*& h = head();
+    if (C10_UNLIKELY(h == nullptr)) release_at_thread_exit();
     auto* c = static_cast<Chunk*>(p);
     c->next = h;
     h = c;
