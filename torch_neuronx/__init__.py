@@ -61,7 +61,7 @@ def _install() -> None:
     profiler.install()  # torch.profiler's PrivateUse1 activity: modeled device events
     op_policy.route_structured_ops_whole()
     _C._set_strict(env.flag("TORCH_NEURONX_STRICT", False))
-    # unboxed kernels for the hottest ops (csrc/eager/fast_ops.cpp); 0 = every op generic
+    # unboxed kernels for the hottest ops (csrc/eager/fast_*.cpp); 0 = every op generic
     _C._set_eager_fast_path(env.flag("TORCH_NEURONX_EAGER_FAST_PATH", True))
     # TorchNeuron's switches that change nothing here (docs/decisions.md) are still validated,
     # so a mistyped value is an error here as it would be there

@@ -17,7 +17,7 @@ namespace torch_neuronx {
 void run_whole_on_core(const std::vector<std::string>& names);
 
 // The generic path for one call with its arguments on `stack` (what the boxed fallback runs);
-// the unboxed fast path (fast_ops.cpp) hands it the calls it does not cover.
+// the unboxed fast path (fast_*.cpp) hands it the calls it does not cover.
 void run_on_core_boxed(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
 }  // namespace torch_neuronx

@@ -46,7 +46,7 @@ void set_op_policy(const std::vector<PolicyRow>& table);
 void set_strict(bool strict);
 bool strict();
 
-// Ops that a fast-path kernel (fast_ops.cpp) dispatches itself on neuron tensors (a reduction
+// Ops that a fast-path kernel (fast_*.cpp) dispatches itself on neuron tensors (a reduction
 // filling its output, say) are its implementation, which the generic path runs on host aliases
 // unseen: while paused, the calling thread's ops are neither tracked nor counted in the plan
 // cache's counters.
@@ -68,7 +68,7 @@ struct Plan {
 // Returned by value: another thread may evict the cache's entry while the op runs.
 Plan plan_for(OpEntry& e, const c10::OperatorHandle& op, const torch::jit::Stack& stack,
               size_t nargs);
-// The same for arguments held elsewhere (the unboxed fast path, fast_ops.cpp): same key, same
+// The same for arguments held elsewhere (the unboxed fast path, fast_*.cpp): same key, same
 // counters.
 Plan plan_for_args(OpEntry& e, const c10::OperatorHandle& op, const c10::IValue* args,
                    size_t nargs);
