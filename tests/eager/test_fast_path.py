@@ -513,11 +513,28 @@ def test_device_copy_keeps_cpus_overlap_check_and_skips_self_copies():
             x.copy_(x)  # onto itself: nothing to do
             x[:3].copy_(x[3:])  # disjoint halves of one storage
             assert x.cpu().tolist() == [3.0, 4.0, 5.0, 3.0, 4.0, 5.0]
-    with fast_path(True):  # CPU refuses a partially overlapping copy, and so does the device
-        y = torch.arange(5.0, device="neuron")
-        with pytest.raises(RuntimeError, match="single memory location"):
-            y[1:].copy_(y[:-1])
-        assert y.cpu().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    # CPU refuses a partially overlapping copy, and so does the device, on both paths (complex
+    # values take the general kernel even with the fast path on)
+    for on in (True, False):
+        for dtype in (torch.float32, torch.complex64):
+            with fast_path(on):
+                y = torch.arange(5, device="neuron").to(dtype)
+                with pytest.raises(RuntimeError, match="single memory location"):
+                    y[1:].copy_(y[:-1])
+                assert y.cpu().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0], (on, dtype)
+                y[1:].copy_(y[:-1].clone())  # what the message says to do
+                assert y.cpu().tolist() == [0.0, 0.0, 1.0, 2.0, 3.0], (on, dtype)
+
+
+def test_copies_inside_a_fast_kernel_are_not_counted_as_calls():
+    """linear's addmm copies its bias into the result on the device: one call, as the generic
+    path counts it."""
+    x, w, b = (torch.randn(*s, device="neuron") for s in ((4, 8), (3, 8), (3,)))
+    with fast_path(True):
+        n = _C._eager_fast_path_calls()
+        out = torch.addmm(b, x, w.t())
+        assert _C._eager_fast_path_calls() == n + 1
+    assert torch.equal(out.cpu(), torch.addmm(b.cpu(), x.cpu(), w.cpu().t()))
 
 
 def test_adamw_and_sgd_steps_take_the_fast_kernels():

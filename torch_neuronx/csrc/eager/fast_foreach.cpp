@@ -33,14 +33,10 @@ namespace {
 struct RegisterStubs {
   RegisterStubs() {
     using at::TensorIteratorBase;
-    at::native::lerp_kernel_scalar_weight.set_privateuse1_dispatch_ptr(
-        &cpu_loop<at::native::lerp_kernel_scalar_weight, TensorIteratorBase&, const c10::Scalar&>);
-    at::native::addcmul_stub.set_privateuse1_dispatch_ptr(
-        &cpu_loop<at::native::addcmul_stub, TensorIteratorBase&, const c10::Scalar&>);
-    at::native::addcdiv_stub.set_privateuse1_dispatch_ptr(
-        &cpu_loop<at::native::addcdiv_stub, TensorIteratorBase&, const c10::Scalar&>);
-    at::native::sqrt_stub.set_privateuse1_dispatch_ptr(
-        &cpu_loop<at::native::sqrt_stub, TensorIteratorBase&>);
+    route_to_cpu<at::native::lerp_kernel_scalar_weight, TensorIteratorBase&, const c10::Scalar&>();
+    route_to_cpu<at::native::addcmul_stub, TensorIteratorBase&, const c10::Scalar&>();
+    route_to_cpu<at::native::addcdiv_stub, TensorIteratorBase&, const c10::Scalar&>();
+    route_to_cpu<at::native::sqrt_stub, TensorIteratorBase&>();
   }
 };
 RegisterStubs g_register_stubs;
@@ -156,29 +152,23 @@ void pointwise(at::TensorList self, at::TensorList t1, at::TensorList t2,
   }
 }
 
-void foreach_addcmul_scalar(at::TensorList self, at::TensorList t1, at::TensorList t2,
-                            const c10::Scalar& value) {
-  NEURON_FAST_OP(op, "aten::_foreach_addcmul_", "Scalar");
+// _foreach_addcmul_.Scalar and _foreach_addcdiv_.Scalar: one value for every element.
+template <class Impl, const char* Name>
+void foreach_pointwise_scalar(at::TensorList self, at::TensorList t1, at::TensorList t2,
+                              const c10::Scalar& value) {
+  NEURON_FAST_OP(op, Name, "Scalar");
   const int d = value.isComplex() ? -1 : eligible_lists(op, false, {self, t1, t2});
   if (d < 0) return (void)generic(op, self, t1, t2, value);
   account(op, {self, t1, t2, value});
   KernelScope scope(d);
-  pointwise<structured_addcmul_out>(self, t1, t2, {value});
+  pointwise<Impl>(self, t1, t2, {value});
 }
-
-void foreach_addcdiv_scalar(at::TensorList self, at::TensorList t1, at::TensorList t2,
-                            const c10::Scalar& value) {
-  NEURON_FAST_OP(op, "aten::_foreach_addcdiv_", "Scalar");
-  const int d = value.isComplex() ? -1 : eligible_lists(op, false, {self, t1, t2});
-  if (d < 0) return (void)generic(op, self, t1, t2, value);
-  account(op, {self, t1, t2, value});
-  KernelScope scope(d);
-  pointwise<structured_addcdiv_out>(self, t1, t2, {value});
-}
+constexpr char kForeachAddcmul[] = "aten::_foreach_addcmul_";
+constexpr char kForeachAddcdiv[] = "aten::_foreach_addcdiv_";
 
 void foreach_addcdiv_scalar_list(at::TensorList self, at::TensorList t1, at::TensorList t2,
                                  at::ArrayRef<c10::Scalar> scalars) {
-  NEURON_FAST_OP(op, "aten::_foreach_addcdiv_", "ScalarList");
+  NEURON_FAST_OP(op, kForeachAddcdiv, "ScalarList");
   int d = eligible_lists(op, false, {self, t1, t2});
   if (scalars.size() != self.size()) d = -1;
   for (const c10::Scalar& s : scalars)
@@ -254,8 +244,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_foreach_mul_.Scalar", TORCH_FN(foreach_mul_scalar));
   m.impl("_foreach_div_.ScalarList", TORCH_FN(foreach_div_scalar_list));
   m.impl("_foreach_lerp_.Scalar", TORCH_FN(foreach_lerp_scalar));
-  m.impl("_foreach_addcmul_.Scalar", TORCH_FN(foreach_addcmul_scalar));
-  m.impl("_foreach_addcdiv_.Scalar", TORCH_FN(foreach_addcdiv_scalar));
+  m.impl("_foreach_addcmul_.Scalar",
+         TORCH_FN((foreach_pointwise_scalar<structured_addcmul_out, kForeachAddcmul>)));
+  m.impl("_foreach_addcdiv_.Scalar",
+         TORCH_FN((foreach_pointwise_scalar<structured_addcdiv_out, kForeachAddcdiv>)));
   m.impl("_foreach_addcdiv_.ScalarList", TORCH_FN(foreach_addcdiv_scalar_list));
   m.impl("_foreach_sqrt", TORCH_FN(foreach_sqrt));
 }

@@ -48,6 +48,13 @@ void cpu_loop(Args... args) {
   Stub(c10::DeviceType::CPU, args...);
 }
 
+// Points `Stub`'s PrivateUse1 slot at cpu_loop (each fast_*.cpp does so at load, for the stubs
+// of the CPU classes it runs).
+template <auto& Stub, typename... Args>
+void route_to_cpu() {
+  Stub.set_privateuse1_dispatch_ptr(&cpu_loop<Stub, Args...>);
+}
+
 at::Tensor empty_on_device(int device, c10::IntArrayRef sizes, c10::IntArrayRef strides,
                            c10::ScalarType dtype);
 

@@ -58,31 +58,19 @@ namespace {
 struct RegisterStubs {
   RegisterStubs() {
     using at::TensorIteratorBase;
-    at::native::add_stub.set_privateuse1_dispatch_ptr(
-        &cpu_loop<at::native::add_stub, TensorIteratorBase&, const c10::Scalar&>);
-    at::native::mul_stub.set_privateuse1_dispatch_ptr(
-        &cpu_loop<at::native::mul_stub, TensorIteratorBase&>);
-    at::native::div_true_stub.set_privateuse1_dispatch_ptr(
-        &cpu_loop<at::native::div_true_stub, TensorIteratorBase&>);
-    at::native::threshold_stub.set_privateuse1_dispatch_ptr(
-        &cpu_loop<at::native::threshold_stub, TensorIteratorBase&, const c10::Scalar&,
-                  const c10::Scalar&>);
-    at::native::sum_stub.set_privateuse1_dispatch_ptr(
-        &cpu_loop<at::native::sum_stub, at::TensorIterator&>);
-    at::native::neg_stub.set_privateuse1_dispatch_ptr(
-        &cpu_loop<at::native::neg_stub, TensorIteratorBase&>);
-    at::native::rsqrt_stub.set_privateuse1_dispatch_ptr(
-        &cpu_loop<at::native::rsqrt_stub, TensorIteratorBase&>);
-    at::native::silu_stub.set_privateuse1_dispatch_ptr(
-        &cpu_loop<at::native::silu_stub, TensorIteratorBase&>);
-    at::native::silu_backward_stub.set_privateuse1_dispatch_ptr(
-        &cpu_loop<at::native::silu_backward_stub, TensorIteratorBase&>);
-    at::native::clamp_min_scalar_stub.set_privateuse1_dispatch_ptr(
-        &cpu_loop<at::native::clamp_min_scalar_stub, TensorIteratorBase&, c10::Scalar>);
-    at::native::fill_stub.set_privateuse1_dispatch_ptr(
-        &cpu_loop<at::native::fill_stub, at::TensorIterator&, const c10::Scalar&>);
-    at::native::pow_tensor_scalar_stub.set_privateuse1_dispatch_ptr(
-        &cpu_loop<at::native::pow_tensor_scalar_stub, TensorIteratorBase&, const c10::Scalar&>);
+    route_to_cpu<at::native::add_stub, TensorIteratorBase&, const c10::Scalar&>();
+    route_to_cpu<at::native::mul_stub, TensorIteratorBase&>();
+    route_to_cpu<at::native::div_true_stub, TensorIteratorBase&>();
+    route_to_cpu<at::native::threshold_stub, TensorIteratorBase&, const c10::Scalar&,
+                 const c10::Scalar&>();
+    route_to_cpu<at::native::sum_stub, at::TensorIterator&>();
+    route_to_cpu<at::native::neg_stub, TensorIteratorBase&>();
+    route_to_cpu<at::native::rsqrt_stub, TensorIteratorBase&>();
+    route_to_cpu<at::native::silu_stub, TensorIteratorBase&>();
+    route_to_cpu<at::native::silu_backward_stub, TensorIteratorBase&>();
+    route_to_cpu<at::native::clamp_min_scalar_stub, TensorIteratorBase&, c10::Scalar>();
+    route_to_cpu<at::native::fill_stub, at::TensorIterator&, const c10::Scalar&>();
+    route_to_cpu<at::native::pow_tensor_scalar_stub, TensorIteratorBase&, const c10::Scalar&>();
   }
 };
 RegisterStubs g_register_stubs;

@@ -118,6 +118,13 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   }
   at::Tensor d = host_alias(dst);
   at::Tensor s = host_alias(self);
+  // Both sides on one device storage: give them one host storage, as on CPU, so CPU's copy_
+  // sees the aliasing (its same-data early exit, TensorIterator's partial-overlap error for
+  // `y[1:].copy_(y[:-1])`), as the generic op path does (kernel.cpp, alias_arg).
+  if (self.device() == dst.device() && self.device().type() == kNeuron &&
+      self.storage().unsafeGetStorageImpl() == dst.storage().unsafeGetStorageImpl() &&
+      s.storage().unsafeGetStorageImpl() != d.storage().unsafeGetStorageImpl())
+    s = host_alias_on(self, d.storage());
   int route = dst.device().type() == kNeuron ? dst.device().index() : -1;
   AllocRouteGuard routed(route);
   at::native::copy_(d, s, non_blocking);
