@@ -10,12 +10,17 @@
 // Python-kernel path (~10% of a 1 MiB all_reduce on loopback), and only C++ sees the
 // PREMUL_SUM scale factor (the ReduceOp's supplement). See docs/distributed.md.
 //
+// Every kernel asks gloo for its work with the calling thread's Python objects taken out of
+// its thread-local state (WorkWithoutPythonTLS below): the fix of a deadlock at exit of DDP
+// scripts (docs/distributed.md, "Known issues"; docs/decisions.md).
+//
 // monitored_barrier_ has no neuron kernel: ProcessGroup::monitoredBarrier always dispatches
 // it with a CPU tensor (as for CUDA), so the group's CPU backend serves it.
 #include "runtime/host_alias.h"
 #include "runtime/perf_hook.h"
 #include "runtime/sync.h"
 
+#include <ATen/ThreadLocalPythonObjects.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -135,6 +140,49 @@ c10::intrusive_ptr<c10d::Backend> neuron_backend(const PGPtr& pg) {
   }
 }
 
+// Scope in which a kernel asks gloo for its work: the Python objects stashed in the calling
+// thread's thread-local state (at::impl::ThreadLocalPythonObjects) are set aside, and put back
+// when the scope ends, before the kernel returns.
+//
+// Why: gloo's work (ProcessGroupGloo::AsyncWork::tls_, and Work's profiler callbacks) snapshots
+// its creator's whole at::ThreadLocalState, to run the collective under it on a gloo worker
+// thread. During backward that state holds a Python object: the contextvars context that
+// torch/autograd/graph.py `_engine_run_backward` stashes (`_stash_obj_in_tls("context", ...)`)
+// for the autograd engine's device threads. Once backward has returned and the stash is erased,
+// the work can be that object's last owner: the worker drops the finished work and the decref
+// (c10::SafePyObject's destructor) waits for the GIL. If the main thread, holding the GIL, is
+// destroying the group at that moment -- DDP's Reducer drops the last reference to the
+// ProcessGroup when the model is freed (its Python binding keeps the GIL, unlike ProcessGroup's
+// and Work's), and ~ProcessGroupGloo waits for the works in flight and joins the workers --
+// neither thread moves: the hang at exit of DDP scripts (gdb: the worker in ~AsyncWork ->
+// SafePyObject -> take_gil, the main thread in ~Reducer -> ~ProcessGroupGloo -> thread::join).
+//
+// What anyone observes is unchanged: the snapshot only runs gloo's C++ collective on the worker,
+// where no Python runs and nothing reads the stash; the calling thread (the hook, the contextvars
+// it sees) gets its stash back before the kernel returns. The rest of the snapshot is kept as
+// is (Python dispatch modes in it see the aten calls gloo makes on the worker, as with CPU
+// tensors on gloo). Moving the shared_ptrs around runs no Python destructor.
+class WorkWithoutPythonTLS {
+ public:
+  WorkWithoutPythonTLS() : saved_(at::impl::ThreadLocalPythonObjects::get_state()) {
+    at::impl::ThreadLocalPythonObjects::set_state({});
+  }
+  ~WorkWithoutPythonTLS() { at::impl::ThreadLocalPythonObjects::set_state(std::move(saved_)); }
+  WorkWithoutPythonTLS(const WorkWithoutPythonTLS&) = delete;
+  WorkWithoutPythonTLS& operator=(const WorkWithoutPythonTLS&) = delete;
+
+ private:
+  at::impl::ThreadLocalPythonObjects saved_;
+};
+
+// Asks the group's neuron backend for a work, in a WorkWithoutPythonTLS scope.
+template <typename Issue>
+WorkPtr issue(const PGPtr& pg, Issue&& ask) {
+  auto backend = neuron_backend(pg);
+  WorkWithoutPythonTLS no_python_objects;
+  return ask(*backend);
+}
+
 // PREMUL_SUM (gloo lacks it) runs as SUM over pre-scaled data. Its factor, a scalar or a
 // one-element tensor, lives in the ReduceOp's supplement.
 class Premul {
@@ -215,8 +263,9 @@ std::tuple<std::vector<at::Tensor>, WorkPtr> allreduce_neuron(
   HostViews host("all_reduce", pg);
   auto data = host.of(tensors);
   Premul(*op, host).scale_in_place(data);
-  auto work = neuron_backend(pg)->allreduce(
-      data, reduce_options<c10d::AllreduceOptions>(*op, async_op, timeout));
+  auto work = issue(pg, [&](c10d::Backend& gloo) {
+    return gloo.allreduce(data, reduce_options<c10d::AllreduceOptions>(*op, async_op, timeout));
+  });
   return {tensors.vec(), work};
 }
 
@@ -225,8 +274,10 @@ WorkPtr allreduce_coalesced_neuron(at::TensorList tensors, const PGPtr& pg, cons
   HostViews host("all_reduce", pg);
   auto data = host.of(tensors);
   Premul(*op, host).scale_in_place(data);
-  return neuron_backend(pg)->allreduce_coalesced(
-      data, reduce_options<c10d::AllreduceCoalescedOptions>(*op, async_op, timeout));
+  return issue(pg, [&](c10d::Backend& gloo) {
+    return gloo.allreduce_coalesced(
+        data, reduce_options<c10d::AllreduceCoalescedOptions>(*op, async_op, timeout));
+  });
 }
 
 WorkPtr reduce_neuron(at::TensorList tensors, const PGPtr& pg, const OpPtr& op, int64_t root_rank,
@@ -237,7 +288,7 @@ WorkPtr reduce_neuron(at::TensorList tensors, const PGPtr& pg, const OpPtr& op, 
   auto opts = reduce_options<c10d::ReduceOptions>(*op, async_op, timeout);
   opts.rootRank = root_rank;
   opts.rootTensor = root_tensor;
-  return neuron_backend(pg)->reduce(data, opts);
+  return issue(pg, [&](c10d::Backend& gloo) { return gloo.reduce(data, opts); });
 }
 
 std::tuple<std::vector<at::Tensor>, WorkPtr> reduce_scatter_neuron(const at::TensorList& outputs,
@@ -248,8 +299,10 @@ std::tuple<std::vector<at::Tensor>, WorkPtr> reduce_scatter_neuron(const at::Ten
   auto out = host.of(outputs);
   auto in = host.of(inputs);
   in = Premul(*op, host).scaled(std::move(in));
-  auto work = neuron_backend(pg)->reduce_scatter(
-      out, in, reduce_options<c10d::ReduceScatterOptions>(*op, async_op, timeout));
+  auto work = issue(pg, [&](c10d::Backend& gloo) {
+    return gloo.reduce_scatter(out, in,
+                               reduce_options<c10d::ReduceScatterOptions>(*op, async_op, timeout));
+  });
   return {outputs.vec(), work};
 }
 
@@ -259,8 +312,10 @@ std::tuple<at::Tensor, WorkPtr> reduce_scatter_base_neuron(at::Tensor& output, a
   HostViews host("reduce_scatter", pg);
   auto out = host.of(output);
   auto in = Premul(*op, host).scaled(host.of(input));
-  auto work = neuron_backend(pg)->_reduce_scatter_base(
-      out, in, reduce_options<c10d::ReduceScatterOptions>(*op, async_op, timeout));
+  auto work = issue(pg, [&](c10d::Backend& gloo) {
+    return gloo._reduce_scatter_base(
+        out, in, reduce_options<c10d::ReduceScatterOptions>(*op, async_op, timeout));
+  });
   return {output, work};
 }
 
@@ -270,8 +325,10 @@ WorkPtr reduce_scatter_tensor_coalesced_neuron(at::TensorList outputs, at::Tenso
   HostViews host("reduce_scatter", pg);
   auto out = host.of(outputs);
   auto in = Premul(*op, host).scaled(host.of(inputs));
-  return neuron_backend(pg)->reduce_scatter_tensor_coalesced(
-      out, in, reduce_options<c10d::ReduceScatterOptions>(*op, async_op, timeout));
+  return issue(pg, [&](c10d::Backend& gloo) {
+    return gloo.reduce_scatter_tensor_coalesced(
+        out, in, reduce_options<c10d::ReduceScatterOptions>(*op, async_op, timeout));
+  });
 }
 
 // ---- data movement
@@ -281,8 +338,9 @@ std::tuple<TensorLists, WorkPtr> allgather_neuron(const TensorLists& outputs, at
   HostViews host("all_gather", pg);
   auto out = host.of(outputs);
   auto in = host.of(inputs);
-  auto work =
-      neuron_backend(pg)->allgather(out, in, options<c10d::AllgatherOptions>(async_op, timeout));
+  auto work = issue(pg, [&](c10d::Backend& gloo) {
+    return gloo.allgather(out, in, options<c10d::AllgatherOptions>(async_op, timeout));
+  });
   return {outputs, work};
 }
 
@@ -292,8 +350,9 @@ std::tuple<at::Tensor, WorkPtr> allgather_base_neuron(at::Tensor& output, at::Te
   HostViews host("all_gather", pg);
   auto out = host.of(output);
   auto in = host.of(input);
-  auto work = neuron_backend(pg)->_allgather_base(
-      out, in, options<c10d::AllgatherOptions>(async_op, timeout));
+  auto work = issue(pg, [&](c10d::Backend& gloo) {
+    return gloo._allgather_base(out, in, options<c10d::AllgatherOptions>(async_op, timeout));
+  });
   return {output, work};
 }
 
@@ -302,8 +361,10 @@ WorkPtr allgather_coalesced_neuron(const TensorLists& outputs, const at::TensorL
   HostViews host("all_gather", pg);
   auto out = host.of(outputs);
   auto in = host.of(inputs);
-  return neuron_backend(pg)->allgather_coalesced(
-      out, in, options<c10d::AllgatherOptions>(async_op, std::nullopt));
+  return issue(pg, [&](c10d::Backend& gloo) {
+    return gloo.allgather_coalesced(out, in,
+                                    options<c10d::AllgatherOptions>(async_op, std::nullopt));
+  });
 }
 
 WorkPtr allgather_into_tensor_coalesced_neuron(at::TensorList outputs, at::TensorList inputs,
@@ -311,8 +372,10 @@ WorkPtr allgather_into_tensor_coalesced_neuron(at::TensorList outputs, at::Tenso
   HostViews host("all_gather", pg);
   auto out = host.of(outputs);
   auto in = host.of(inputs);
-  return neuron_backend(pg)->allgather_into_tensor_coalesced(
-      out, in, options<c10d::AllgatherOptions>(async_op, std::nullopt));
+  return issue(pg, [&](c10d::Backend& gloo) {
+    return gloo.allgather_into_tensor_coalesced(
+        out, in, options<c10d::AllgatherOptions>(async_op, std::nullopt));
+  });
 }
 
 std::tuple<std::vector<at::Tensor>, WorkPtr> broadcast_neuron(at::TensorList tensors,
@@ -324,7 +387,7 @@ std::tuple<std::vector<at::Tensor>, WorkPtr> broadcast_neuron(at::TensorList ten
   auto opts = options<c10d::BroadcastOptions>(async_op, timeout);
   opts.rootRank = root_rank;
   opts.rootTensor = root_tensor;
-  auto work = neuron_backend(pg)->broadcast(data, opts);
+  auto work = issue(pg, [&](c10d::Backend& gloo) { return gloo.broadcast(data, opts); });
   return {tensors.vec(), work};
 }
 
@@ -335,7 +398,7 @@ WorkPtr gather_neuron(const TensorLists& outputs, const at::TensorList& inputs, 
   auto in = host.of(inputs);
   auto opts = options<c10d::GatherOptions>(async_op, timeout);
   opts.rootRank = root_rank;
-  return neuron_backend(pg)->gather(out, in, opts);
+  return issue(pg, [&](c10d::Backend& gloo) { return gloo.gather(out, in, opts); });
 }
 
 std::tuple<std::vector<at::Tensor>, WorkPtr> scatter_neuron(const at::TensorList& outputs,
@@ -347,7 +410,7 @@ std::tuple<std::vector<at::Tensor>, WorkPtr> scatter_neuron(const at::TensorList
   auto in = host.of(inputs);
   auto opts = options<c10d::ScatterOptions>(async_op, timeout);
   opts.rootRank = root_rank;
-  auto work = neuron_backend(pg)->scatter(out, in, opts);
+  auto work = issue(pg, [&](c10d::Backend& gloo) { return gloo.scatter(out, in, opts); });
   return {outputs.vec(), work};
 }
 
@@ -358,8 +421,9 @@ std::tuple<std::vector<at::Tensor>, WorkPtr> alltoall_neuron(const at::TensorLis
   HostViews host("all_to_all", pg);
   auto out = host.of(outputs);
   auto in = host.of(inputs);
-  auto work =
-      neuron_backend(pg)->alltoall(out, in, options<c10d::AllToAllOptions>(async_op, timeout));
+  auto work = issue(pg, [&](c10d::Backend& gloo) {
+    return gloo.alltoall(out, in, options<c10d::AllToAllOptions>(async_op, timeout));
+  });
   return {outputs.vec(), work};
 }
 
@@ -370,8 +434,10 @@ WorkPtr alltoall_base_neuron(at::Tensor& output, at::Tensor& input, const PGPtr&
   HostViews host("all_to_all", pg);
   auto out = host.of(output);
   auto in = host.of(input);
-  return neuron_backend(pg)->alltoall_base(out, in, output_split_sizes, input_split_sizes,
-                                           options<c10d::AllToAllOptions>(async_op, timeout));
+  return issue(pg, [&](c10d::Backend& gloo) {
+    return gloo.alltoall_base(out, in, output_split_sizes, input_split_sizes,
+                              options<c10d::AllToAllOptions>(async_op, timeout));
+  });
 }
 
 // dist.barrier() passes a one-byte tensor on the accelerator (neuron) only to pick this
@@ -382,7 +448,7 @@ WorkPtr barrier_neuron(at::Tensor tensor, const PGPtr& pg, const std::vector<int
   host.of(tensor);  // device work issued before the barrier is finished at it
   auto opts = options<c10d::BarrierOptions>(async_op, timeout);
   opts.device_ids = device_ids;
-  return neuron_backend(pg)->barrier(opts);
+  return issue(pg, [&](c10d::Backend& gloo) { return gloo.barrier(opts); });
 }
 
 // ---- point to point
@@ -390,19 +456,24 @@ WorkPtr barrier_neuron(at::Tensor tensor, const PGPtr& pg, const std::vector<int
 WorkPtr send_neuron(at::TensorList tensors, const PGPtr& pg, int64_t dst, int64_t tag) {
   HostViews host("send", pg, dst);
   auto data = host.of(tensors);
-  return neuron_backend(pg)->send(data, static_cast<int>(dst), static_cast<int>(tag));
+  return issue(pg, [&](c10d::Backend& gloo) {
+    return gloo.send(data, static_cast<int>(dst), static_cast<int>(tag));
+  });
 }
 
 WorkPtr recv_neuron(at::TensorList tensors, const PGPtr& pg, int64_t src, int64_t tag) {
   HostViews host("recv", pg, src);
   auto data = host.of(tensors);
-  return neuron_backend(pg)->recv(data, static_cast<int>(src), static_cast<int>(tag));
+  return issue(pg, [&](c10d::Backend& gloo) {
+    return gloo.recv(data, static_cast<int>(src), static_cast<int>(tag));
+  });
 }
 
 WorkPtr recv_any_source_neuron(at::TensorList tensors, const PGPtr& pg, int64_t tag) {
   HostViews host("recv", pg);
   auto data = host.of(tensors);
-  return neuron_backend(pg)->recvAnysource(data, static_cast<int>(tag));
+  return issue(
+      pg, [&](c10d::Backend& gloo) { return gloo.recvAnysource(data, static_cast<int>(tag)); });
 }
 
 // Drops the dispatcher's "Overriding a previously registered kernel" warning while our
