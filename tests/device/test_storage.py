@@ -108,3 +108,21 @@ def test_dtype_conversions_keep_float64_bits():
     x = torch.tensor([1.0 + 2**-40, 3.141592653589793], dtype=torch.float64)
     assert torch.equal(x.to(DEV).cpu(), x)
     assert x.to(DEV).to(torch.float32).cpu().dtype == torch.float32
+
+
+def test_lazy_clone_copies_at_once():
+    """torch._lazy_clone (PyTorch's copy-on-write clone) on device memory: the clone is made at
+    once (docs/decisions.md), with the same values and its own storage; both sides' memory is
+    returned when they are gone. Before, it hung on an uninitialized tensor and raised an
+    internal error on others."""
+    torch.neuron.synchronize()
+    before = torch.neuron.memory_allocated()
+    for x in (torch.arange(1024.0, device="neuron"), torch.empty(4, device="neuron")):
+        want = x.cpu()
+        y = torch._lazy_clone(x)
+        assert y.device == x.device and y.data_ptr() != x.data_ptr()
+        assert torch.equal(y.cpu(), want)
+        y.add_(1)
+        assert torch.equal(x.cpu(), want) and torch.equal(y.cpu(), want + 1)
+        del x, y
+    assert torch.neuron.memory_allocated() == before

@@ -163,7 +163,7 @@ _NATIVE_GROUPS: list[tuple[str, str, str]] = [
         """
         empty empty_like empty_strided new_empty new_empty_strided view as_strided
         _reshape_alias unfold resize_ set_ copy_ _copy_from _copy_from_and_resize _to_copy clone
-        contiguous _local_scalar_dense record_stream repeat repeat_interleave flip roll rot90 tril
+        _lazy_clone contiguous _local_scalar_dense record_stream repeat repeat_interleave flip roll rot90 tril
         triu cat stack vstack hstack dstack constant_pad_nd reflection_pad1d reflection_pad2d
         reflection_pad3d replication_pad1d replication_pad2d replication_pad3d
         reflection_pad1d_backward reflection_pad2d_backward reflection_pad3d_backward
@@ -270,7 +270,7 @@ MIXED_DEVICE_OK: frozenset[str] = frozenset(
 DATA_MOVEMENT: frozenset[str] = frozenset(
     f"aten::{n}"
     for n in """
-    copy_ _copy_from _copy_from_and_resize _to_copy clone contiguous fill_ zero_
+    copy_ _copy_from _copy_from_and_resize _to_copy clone _lazy_clone contiguous fill_ zero_
     _local_scalar_dense cat stack index_select index gather masked_fill_ masked_fill flip roll
     repeat set_ resize_ as_strided_ _unsafe_view view narrow_copy constant_pad_nd tril triu
     select slice slice_scatter select_scatter index_put_ _index_put_impl_ scatter scatter_ where

@@ -147,6 +147,11 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
   return copy_from(self, dst, false);
 }
 
+// PyTorch's copy-on-write clone needs storages whose DataPtr context is the data pointer;
+// device memory's context is its allocator block (runtime/allocator.cpp), so the clone is
+// made at once: the same values and an independent storage, as after the first write.
+at::Tensor lazy_clone(const at::Tensor& self) { return self.clone(); }
+
 at::Scalar local_scalar_dense(const at::Tensor& self) {
   sync_for_host_read(self.device().index());
   if (C10_UNLIKELY(perf_enabled())) {  // a device -> host read, for the performance model
@@ -170,6 +175,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Tensor", set_tensor);
   m.impl("set_", set_empty);
   m.impl("_copy_from", copy_from);
+  m.impl("_lazy_clone", lazy_clone);
   m.impl("_copy_from_and_resize", copy_from_and_resize);
   m.impl("_local_scalar_dense", local_scalar_dense);
 }

@@ -457,9 +457,11 @@ DeviceAllocator& get_pool(std::atomic<DeviceAllocator*>* table, int device, bool
 DeviceAllocator& get(int device) { return get_pool(g_allocators, device, false); }
 DeviceAllocator& get_ws(int device) { return get_pool(g_workspaces, device, true); }
 
-// Live blocks by address. DataPtrs carry the data pointer as their context, as c10's
-// raw_allocate()/raw_deallocate() contract requires (CPU kernels such as oneDNN's bf16 GEMM
-// allocate scratch through the CPU allocator's raw interface while routing is on).
+// Live host-workspace blocks by address. Their DataPtrs carry the data pointer as their
+// context, as c10's raw_allocate()/raw_deallocate() contract requires (CPU kernels such as
+// oneDNN's bf16 GEMM allocate scratch through the CPU allocator's raw interface while routing
+// is on). Device-memory DataPtrs carry their Block instead (no lookup, no global lock per
+// tensor: see delete_device_block).
 // Leaked on purpose (like all driver globals): tensors may be freed during interpreter
 // shutdown, after static destructors would have run.
 std::mutex& g_live_mu = *new std::mutex;
@@ -559,12 +561,29 @@ void delete_block(void* ptr) noexcept {
   }
 }
 
+// The deleter of device memory: the DataPtr's context is its Block.
+void delete_device_block(void* ctx) noexcept {
+  Block* b = static_cast<Block*>(ctx);
+  try {
+    free_block(b);
+  } catch (const std::exception& err) {
+    deleter_fault(b->ptr, err.what());
+  } catch (...) {
+    deleter_fault(b->ptr, "unknown error");
+  }
+}
+
+// Device memory. Its DataPtrs' context is the Block, not the data pointer, so c10's
+// raw_allocate() (which asserts context == data) does not apply to this allocator (nothing in
+// PyTorch calls it for a PrivateUse1 device; raw allocations of the CPU kernels go through the
+// CPU allocator, routed to the host workspace above), and neither does copy-on-write storage:
+// torch._lazy_clone of a neuron tensor copies at once (eager/native_ops.cpp).
 struct NeuronAllocator final : c10::Allocator {
   c10::DataPtr allocate(size_t n) override {
     int dev = current_device();
     return allocate_on(dev, n, c10::Device(kNeuron, dev));
   }
-  c10::DeleterFnPtr raw_deleter() const override { return &delete_block; }
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     std::memcpy(dest, src, count);
   }
@@ -642,11 +661,10 @@ c10::DataPtr allocate_on(int device, size_t nbytes, c10::Device label) {
   if (nbytes == 0) return c10::DataPtr(nullptr, label);
   auto ctx = memory_history_context(/*at_free=*/false);
   Block* b = a.allocate(nbytes, ctx);
-  register_block(b);
   if (C10_UNLIKELY(memory_history_enabled() || c10::memoryProfilingEnabled())) {
     report_block(a, b->ptr, b->size, /*alloc=*/true, ctx);
   }
-  return c10::DataPtr(b->ptr, b->ptr, &delete_block, label);
+  return c10::DataPtr(b->ptr, b, &delete_device_block, label);
 }
 
 c10::DataPtr allocate_workspace(int device, size_t nbytes) {
@@ -659,6 +677,8 @@ c10::DataPtr allocate_workspace(int device, size_t nbytes) {
 }
 
 bool adopt_as_device_memory(const c10::DataPtr& dp, int device) {
+  if (dp.get_deleter() == &delete_device_block)  // device memory already
+    return static_cast<const Block*>(dp.get_context())->device == device;
   if (dp.get_deleter() != &delete_block) return false;
   Block* b;
   {
