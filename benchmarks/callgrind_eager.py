@@ -90,7 +90,12 @@ STAGES = (
     ("  outputs allocated on the device", "torch_neuronx::fast::empty_on_device("),
     ("device-to-device copies (fast_copy.cpp)", "torch_neuronx::fast_device_copy("),
     ("device allocator: allocate", "DeviceAllocator::allocate("),
-    ("device allocator: free", "delete_block("),
+    # device memory's deleter (delete_device_block: the DataPtr holds the block) or, for host
+    # workspace and before 9f18661, the one that looks the block up by pointer (delete_block)
+    (
+        "device allocator: free",
+        re.compile(r"torch_neuronx::\(anonymous namespace\)::delete_(?:device_)?block\("),
+    ),
 )
 
 ITERATIONS = {
