@@ -564,12 +564,13 @@ void delete_block(void* ptr) noexcept {
 // The deleter of device memory: the DataPtr's context is its Block.
 void delete_device_block(void* ctx) noexcept {
   Block* b = static_cast<Block*>(ctx);
+  const void* ptr = b->ptr;  // for the message: a failed free may have merged `b` already
   try {
     free_block(b);
   } catch (const std::exception& err) {
-    deleter_fault(b->ptr, err.what());
+    deleter_fault(ptr, err.what());
   } catch (...) {
-    deleter_fault(b->ptr, "unknown error");
+    deleter_fault(ptr, "unknown error");
   }
 }
 
