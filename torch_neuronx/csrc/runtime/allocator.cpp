@@ -60,10 +60,10 @@ struct StatArray {
 };
 
 // Fixed-size chunks recycled through a per-thread free list. Every tensor allocation and free
-// creates or destroys a few bookkeeping nodes (a free-pool set node, a split Block, a live-map
-// node); through glibc's malloc/free each costs a few hundred instructions, here a few. A chunk
-// freed on another thread joins that thread's list. A list only grows to the largest number of
-// nodes its thread freed and did not reuse; it is returned when the thread exits.
+// creates or destroys a few bookkeeping nodes (a free-pool set node, a split Block, for host
+// workspace a live-map node); through glibc's malloc/free each costs a few hundred instructions,
+// here a few. A chunk freed on another thread joins that thread's list. A list only grows to the
+// largest number of nodes its thread freed and did not reuse; it is returned when the thread exits.
 template <size_t Size>
 struct ChunkFreeList {
   struct Chunk {
@@ -549,11 +549,11 @@ void deleter_fault(const void* ptr, const char* what) noexcept {
       ptr, what);
 }
 
-void delete_block(void* ptr) noexcept {
+// Runs a deleter's work `release` for the memory at `ptr`, reporting any failure.
+template <typename Release>
+void release_or_report(const void* ptr, Release&& release) noexcept {
   try {
-    Block* b = take_block(ptr);
-    if (!b) return deleter_fault(ptr, "the pointer was not allocated by the neuron allocator");
-    free_block(b);
+    release();
   } catch (const std::exception& err) {
     deleter_fault(ptr, err.what());
   } catch (...) {
@@ -561,17 +561,19 @@ void delete_block(void* ptr) noexcept {
   }
 }
 
+void delete_block(void* ptr) noexcept {
+  release_or_report(ptr, [ptr] {
+    Block* b = take_block(ptr);
+    if (!b) return deleter_fault(ptr, "the pointer was not allocated by the neuron allocator");
+    free_block(b);
+  });
+}
+
 // The deleter of device memory: the DataPtr's context is its Block.
 void delete_device_block(void* ctx) noexcept {
   Block* b = static_cast<Block*>(ctx);
-  const void* ptr = b->ptr;  // for the message: a failed free may have merged `b` already
-  try {
-    free_block(b);
-  } catch (const std::exception& err) {
-    deleter_fault(ptr, err.what());
-  } catch (...) {
-    deleter_fault(ptr, "unknown error");
-  }
+  // b->ptr read first, for the message: a failed free may have merged `b` already
+  release_or_report(b->ptr, [b] { free_block(b); });
 }
 
 // Device memory. Its DataPtrs' context is the Block, not the data pointer, so c10's
@@ -602,17 +604,13 @@ struct RoutingCPUAllocator final : c10::Allocator {
   }
   c10::DeleterFnPtr raw_deleter() const override { return &routing_raw_delete; }
   static void routing_raw_delete(void* ptr) noexcept {
-    try {
+    release_or_report(ptr, [ptr] {
       if (Block* b = take_block(ptr)) {
         free_block(b);
       } else {
         g_orig_cpu->raw_deleter()(ptr);
       }
-    } catch (const std::exception& err) {
-      deleter_fault(ptr, err.what());
-    } catch (...) {
-      deleter_fault(ptr, "unknown error");
-    }
+    });
   }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     std::memcpy(dest, src, count);
