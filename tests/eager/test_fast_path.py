@@ -10,6 +10,7 @@ strides), the fast path must have run exactly when the call is eligible, and tra
 from __future__ import annotations
 
 import contextlib
+import os
 import warnings
 
 import pytest
@@ -475,6 +476,33 @@ def test_tracking_and_plan_counters_do_not_depend_on_the_path(name, fn, args, fa
     with fast_path(False):
         off = _tracking(fn, args)
     assert on == off
+
+
+@pytest.mark.parametrize("fast_first", [True, False], ids=["fast path first", "generic first"])
+def test_both_paths_share_the_plan_cache_entries(py, fast_first):
+    # The fast path keys its plan lookups from its typed arguments (csrc/eager/plan_key.h),
+    # the generic path from the boxed ones: a signature either path cached is a hit on the
+    # other. A fresh interpreter, so that no earlier test cached these signatures.
+    py(
+        f"""
+        import sys, warnings
+        sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+        import test_fast_path as t
+        from torch_neuronx import _C
+        def run_all(on):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for name, fn, args, fast in t.CASES:
+                    if fast:
+                        t._run(fn, args, on)
+        run_all({fast_first})
+        _C._clear_counters()
+        run_all({not fast_first})
+        c = _C._counters()
+        assert c["CompilationCache.InMemoryMisses"] == 0, c
+        assert c["CompilationCache.InMemoryHits"] > 0, c
+        """
+    )
 
 
 def test_measuring_sends_ops_through_the_generic_path():

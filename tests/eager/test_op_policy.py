@@ -105,6 +105,31 @@ def test_plan_cache_bound(py):
     )
 
 
+def test_remembered_plans_are_forgotten_when_the_plan_cache_is_emptied(py):
+    # Each thread remembers the plans it found last (csrc/eager/op_table.cpp); once the cache
+    # is emptied, a remembered plan must not count as a hit.
+    py(
+        """
+        import torch
+        from torch_neuronx import metrics
+        a = [torch.ones(n, device='neuron') for n in (1, 2, 3)]
+        def count(name):
+            return metrics.get_counter_value('CompilationCache.' + name)
+        torch.neg(a[0])
+        m = count('InMemoryMisses')
+        torch.neg(a[0])  # a hit, now remembered
+        assert count('InMemoryMisses') == m
+        e = count('Evictions')
+        torch.neg(a[1]); torch.neg(a[2])  # a cache of 2 entries is emptied on the way
+        assert count('Evictions') > e
+        m = count('InMemoryMisses')
+        torch.neg(a[0])
+        assert count('InMemoryMisses') == m + 1, 'a plan of the emptied cache counted as a hit'
+        """,
+        env={"NEURON_COMPILATION_CACHE_MAX_ENTRIES": "2"},
+    )
+
+
 def test_float64_lives_on_device_bit_exact():
     x = torch.tensor([1.0 + 2**-50, -3.25e-300], dtype=torch.float64)
     d = x.to("neuron")

@@ -77,7 +77,7 @@ void foreach_add_scalar(at::TensorList self, const c10::Scalar& scalar) {
   int d = eligible_lists(op, true, {self});
   if (d >= 0 && !(number = scalar_operand(self[0], scalar)).defined()) d = -1;
   if (d < 0) return (void)generic(op, self, scalar);
-  account(op, {self, scalar});
+  account(op, self, scalar);
   KernelScope scope(d);
   const c10::Scalar one(1);
   for (at::Tensor t : self) inplace_binary<structured_ufunc_add_CPU>(t, number, one);
@@ -87,7 +87,7 @@ void foreach_add_list(at::TensorList self, at::TensorList other, const c10::Scal
   NEURON_FAST_OP(op, "aten::_foreach_add_", "List");
   const int d = eligible_lists(op, false, {self, other});
   if (d < 0) return (void)generic(op, self, other, alpha);
-  account(op, {self, other, alpha});
+  account(op, self, other, alpha);
   KernelScope scope(d);
   for (size_t i = 0; i < self.size(); ++i) {
     at::Tensor t = self[i];
@@ -101,7 +101,7 @@ void foreach_mul_scalar(at::TensorList self, const c10::Scalar& scalar) {
   int d = eligible_lists(op, true, {self});
   if (d >= 0 && !(number = scalar_operand(self[0], scalar)).defined()) d = -1;
   if (d < 0) return (void)generic(op, self, scalar);
-  account(op, {self, scalar});
+  account(op, self, scalar);
   KernelScope scope(d);
   for (at::Tensor t : self) inplace_binary<structured_mul_out>(t, number);
 }
@@ -119,7 +119,7 @@ void foreach_div_scalar_list(at::TensorList self, at::ArrayRef<c10::Scalar> scal
     }
   }
   if (d < 0) return (void)generic(op, self, scalars);
-  account(op, {self, scalars});
+  account(op, self, scalars);
   KernelScope scope(d);
   for (size_t i = 0; i < self.size(); ++i) {
     at::Tensor t = self[i];
@@ -131,7 +131,7 @@ void foreach_lerp_scalar(at::TensorList self, at::TensorList end, const c10::Sca
   NEURON_FAST_OP(op, "aten::_foreach_lerp_", "Scalar");
   const int d = weight.isComplex() ? -1 : eligible_lists(op, false, {self, end});
   if (d < 0) return (void)generic(op, self, end, weight);
-  account(op, {self, end, weight});
+  account(op, self, end, weight);
   KernelScope scope(d);
   for (size_t i = 0; i < self.size(); ++i) {
     InPlace<structured_lerp_Scalar> k(self[i]);
@@ -159,7 +159,7 @@ void foreach_pointwise_scalar(at::TensorList self, at::TensorList t1, at::Tensor
   NEURON_FAST_OP(op, Name, "Scalar");
   const int d = value.isComplex() ? -1 : eligible_lists(op, false, {self, t1, t2});
   if (d < 0) return (void)generic(op, self, t1, t2, value);
-  account(op, {self, t1, t2, value});
+  account(op, self, t1, t2, value);
   KernelScope scope(d);
   pointwise<Impl>(self, t1, t2, {value});
 }
@@ -174,7 +174,7 @@ void foreach_addcdiv_scalar_list(at::TensorList self, at::TensorList t1, at::Ten
   for (const c10::Scalar& s : scalars)
     if (s.isComplex()) d = -1;
   if (d < 0) return (void)generic(op, self, t1, t2, scalars);
-  account(op, {self, t1, t2, scalars});
+  account(op, self, t1, t2, scalars);
   KernelScope scope(d);
   pointwise<structured_addcdiv_out>(self, t1, t2, scalars);
 }
@@ -183,7 +183,7 @@ std::vector<at::Tensor> foreach_sqrt(at::TensorList self) {
   NEURON_FAST_OP(op, "aten::_foreach_sqrt", "");
   const int d = eligible_lists(op, false, {self});
   if (d < 0) return generic(op, self).toTensorVector();
-  account(op, {self});
+  account(op, self);
   KernelScope scope(d);
   std::vector<at::Tensor> out;
   out.reserve(self.size());
@@ -204,7 +204,7 @@ at::Tensor& inplace(const Op& op, int d, at::Tensor& self, const Args&... args) 
     generic(op, self, args...);
     return self;
   }
-  account(op, {self, args...});
+  account(op, self, args...);
   KernelScope scope(d);
   InPlace<Impl> k(self);
   k.meta(self, args...);

@@ -95,16 +95,11 @@ at::Tensor float32_number(double v) {
   return t;
 }
 
-// What the generic path records per call: the op ran, and one plan-cache lookup keyed by the
-// argument signature (a miss decides the plan exactly as the generic path does).
 void note_fast_call() { g_fast_calls.fetch_add(1, std::memory_order_relaxed); }
 
-void account(const Op& op, std::initializer_list<c10::IValue> args) {
-  note_fast_call();
-  OpEntry& e = *op.entry;
+void mark_executed(OpEntry& e) {
   if (!e.executed.load(std::memory_order_relaxed) && !tracking_paused())
     e.executed.store(true, std::memory_order_relaxed);
-  plan_for_args(e, op.handle, args.begin(), args.size());
 }
 
 }  // namespace fast

@@ -22,6 +22,7 @@
 
 #include "eager/kernel.h"
 #include "eager/op_table.h"
+#include "eager/plan_key.h"
 #include "runtime/op_source.h"
 #include "runtime/perf_hook.h"
 #include "runtime/runtime.h"
@@ -31,7 +32,6 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include <array>
-#include <initializer_list>
 #include <optional>
 #include <type_traits>
 
@@ -164,8 +164,19 @@ at::Tensor float32_number(double v);
 void note_fast_call();
 
 // What the generic path records per call: the op ran, and one plan-cache lookup keyed by the
-// argument signature (a miss decides the plan exactly as the generic path does).
-void account(const Op& op, std::initializer_list<c10::IValue> args);
+// argument signature (the generic path's key, computed from the typed arguments: a miss boxes
+// them and decides the plan exactly as the generic path does).
+void mark_executed(OpEntry& e);
+template <typename... Args>
+void account(const Op& op, const Args&... args) {
+  note_fast_call();
+  mark_executed(*op.entry);
+  uint64_t key = plan_key::start(op.handle);
+  ((key = plan_key::arg(key, args)), ...);
+  if (C10_LIKELY(cached_plan(key) != nullptr)) return;
+  const std::array<c10::IValue, sizeof...(Args)> boxed{c10::IValue(args)...};
+  build_plan(*op.entry, op.handle, key, boxed.data(), boxed.size());
+}
 
 // The generic path for one call of `op`: its results, one stack entry each.
 template <typename... Args>
@@ -195,7 +206,7 @@ at::Tensor binary(const Op& op, const at::Tensor& self, const at::Tensor& other,
   const at::Tensor& rhs = number.defined() ? number : other;
   const int d = number.defined() ? eligible_device(op, self) : eligible_device(op, self, other);
   if (d < 0) return generic(op, self, other, extra...).toTensor();
-  account(op, {self, other, extra...});
+  account(op, self, other, extra...);
   OnDevice<Impl> k(d);
   k.meta(self, rhs, extra...);
   k.impl(self, rhs, extra..., k.maybe_get_output(0));
@@ -212,7 +223,7 @@ at::Tensor& binary_(const Op& op, at::Tensor& self, const at::Tensor& other,
     generic(op, self, other, extra...);
     return self;
   }
-  account(op, {self, other, extra...});
+  account(op, self, other, extra...);
   InPlace<Impl> k(self);
   k.meta(self, rhs, extra...);
   k.impl(self, rhs, extra..., self);
@@ -232,7 +243,7 @@ at::Tensor structured(const Op& op, const Args&... args) {
   else
     d = eligible_device(op, std::get<0>(tensors), std::get<1>(tensors), std::get<2>(tensors));
   if (d < 0) return generic(op, args...).toTensor();
-  account(op, {c10::IValue(args)...});
+  account(op, args...);
   OnDevice<Impl> k(d);
   KernelScope scope(d);
   k.meta(args...);

@@ -43,7 +43,7 @@ Tensor3 layer_norm(const at::Tensor& input, c10::SymIntArrayRef normalized_shape
     auto out = generic_results(op, input, normalized_shape, weight, bias, eps);
     return {out[0].toTensor(), out[1].toTensor(), out[2].toTensor()};
   }
-  account(op, {input, normalized_shape, weight, bias, eps});
+  account(op, input, normalized_shape, weight, bias, eps);
   KernelScope scope(d);
   return at::native::layer_norm_cpu(input, C10_AS_INTARRAYREF_SLOW(normalized_shape), weight, bias,
                                     eps);
@@ -61,7 +61,7 @@ Tensor3 layer_norm_backward(const at::Tensor& grad_out, const at::Tensor& input,
         generic_results(op, grad_out, input, normalized_shape, mean, rstd, weight, bias, mask);
     return {out[0].toTensor(), out[1].toTensor(), out[2].toTensor()};
   }
-  account(op, {grad_out, input, normalized_shape, mean, rstd, weight, bias, mask});
+  account(op, grad_out, input, normalized_shape, mean, rstd, weight, bias, mask);
   KernelScope scope(d);
   return at::native::layer_norm_backward_cpu(
       grad_out, input, C10_AS_INTARRAYREF_SLOW(normalized_shape), mean, rstd, weight, bias, mask);
@@ -88,7 +88,7 @@ std::tuple<at::Tensor, at::Tensor> nll_loss_forward(const at::Tensor& self,
     auto out = generic_results(op, self, target, weight, reduction, ignore_index);
     return {out[0].toTensor(), out[1].toTensor()};
   }
-  account(op, {self, target, weight, reduction, ignore_index});
+  account(op, self, target, weight, reduction, ignore_index);
   const int64_t ignore = ignore_index.expect_int();
   OnDevice<at::native::structured_nll_loss_forward_out_cpu> k(d);
   KernelScope scope(d);
@@ -110,7 +110,7 @@ at::Tensor nll_loss_backward(const at::Tensor& grad_output, const at::Tensor& se
   if (d < 0)
     return generic(op, grad_output, self, target, weight, reduction, ignore_index, total_weight)
         .toTensor();
-  account(op, {grad_output, self, target, weight, reduction, ignore_index, total_weight});
+  account(op, grad_output, self, target, weight, reduction, ignore_index, total_weight);
   const int64_t ignore = ignore_index.expect_int();
   OnDevice<at::native::structured_nll_loss_backward_out_cpu> k(d);
   KernelScope scope(d);  // the kernel zeroes its result through the dispatcher

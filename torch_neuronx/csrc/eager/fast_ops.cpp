@@ -161,7 +161,7 @@ at::Tensor relu(const at::Tensor& self) {
   NEURON_FAST_OP(op, "aten::relu", "");
   const int d = eligible_device(op, self);
   if (d < 0) return generic(op, self).toTensor();
-  account(op, {self});
+  account(op, self);
   const c10::Scalar zero(0);
   OnDevice<structured_clamp_min_out> k(d);
   k.meta(self, zero);
@@ -183,7 +183,7 @@ at::Tensor& fill_(at::Tensor& self, const c10::Scalar& value) {
     generic(op, self, value);
     return self;
   }
-  account(op, {self, value});
+  account(op, self, value);
   return at::native::fill_(self, value);  // a TensorIterator over `self`: fill_stub's loop
 }
 
@@ -193,7 +193,7 @@ at::Tensor& zero_(at::Tensor& self) {
     generic(op, self);
     return self;
   }
-  account(op, {self});
+  account(op, self);
   // CPU's zero_ is fill_(0) (its memset shortcut is for CPU tensors only): fill_stub's loop.
   return at::native::fill_(self, 0);
 }
@@ -203,9 +203,11 @@ at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool kee
   NEURON_FAST_OP(op, "aten::sum", "dim_IntList");
   // An explicit dtype asks for another accumulation type: the generic path decides it.
   const int d = dtype.has_value() ? -1 : eligible_device(op, self);
-  auto dim_iv = dim.has_value() ? c10::IValue(dim->vec()) : c10::IValue();
-  if (d < 0) return generic(op, self, dim_iv, keepdim, dtype).toTensor();
-  account(op, {self, dim_iv, keepdim, c10::IValue()});
+  if (d < 0) {
+    auto dim_iv = dim.has_value() ? c10::IValue(dim->vec()) : c10::IValue();
+    return generic(op, self, dim_iv, keepdim, dtype).toTensor();
+  }
+  account(op, self, dim, keepdim, dtype);
   OnDevice<structured_sum_out> k(d);
   KernelScope scope(d);  // the reduction fills its output through the dispatcher
   k.meta(self, dim, keepdim, dtype);

@@ -1,5 +1,7 @@
 #include "eager/op_table.h"
 
+#include "eager/plan_key.h"
+
 #include "runtime/log.h"
 
 #include "runtime/sync.h"
@@ -131,22 +133,9 @@ void clear_op_tracking() {
 }
 
 // ---- kernel plan cache ----
-namespace {
 
-inline uint64_t mix(uint64_t h, uint64_t v) {
-  v *= 0x9E3779B97F4A7C15ULL;
-  v ^= v >> 29;
-  return (h ^ v) * 0xBF58476D1CE4E5B9ULL;
-}
-
-uint64_t hash_ivalue(uint64_t h, const c10::IValue& v) {
-  if (v.isTensor()) {
-    const auto& t = v.toTensor();
-    if (!t.defined()) return mix(h, 1);
-    h = mix(h, uint64_t(t.scalar_type()) << 8 | uint64_t(t.device().type()));
-    for (auto s : t.sizes()) h = mix(h, uint64_t(s));
-    return mix(h, t.is_contiguous() ? 3 : 5);
-  }
+uint64_t plan_key::ivalue(uint64_t h, const c10::IValue& v) {
+  if (v.isTensor()) return tensor(h, v.toTensor());
   if (v.isInt()) return mix(h, uint64_t(v.toInt()));
   if (v.isDouble()) {
     double d = v.toDouble();
@@ -161,13 +150,15 @@ uint64_t hash_ivalue(uint64_t h, const c10::IValue& v) {
     return mix(h, 19);
   }
   if (v.isTensorList()) {
-    for (const at::Tensor& t : v.toTensorList()) h = hash_ivalue(h, c10::IValue(t));
+    for (const at::Tensor& t : v.toTensorList()) h = tensor(h, t);
     return mix(h, 23);
   }
   if (v.isString()) return mix(h, std::hash<std::string>()(v.toStringRef()));
   if (v.isScalar()) return mix(h, uint64_t(v.toScalar().type()) + 29);
   return mix(h, uint64_t(v.tagKind().size()));
 }
+
+namespace {
 
 struct PlanCache {
   std::mutex mu;
@@ -179,10 +170,27 @@ PlanCache& plan_cache() {
   return c;
 }
 
+// Each thread remembers the plans it found most recently, so that a repeated signature skips
+// the cache's lock and hash-table probe (the cost of a hit matters per op on the eager path).
+// A remembered plan is valid while the cache's generation is the one it was found in: emptying
+// the cache starts a new generation. A remembered hit counts as a hit, as the lookup would.
+std::atomic<uint64_t> g_plan_generation{1};
+struct RememberedPlan {
+  uint64_t key = 0;
+  uint64_t generation = 0;  // 0: empty slot
+  Plan plan;
+};
+constexpr size_t kRemembered = 64;  // slots per thread, by the key's low bits
+thread_local RememberedPlan t_remembered[kRemembered];
+
 Counter& c_hits = counter("CompilationCache.InMemoryHits");
 Counter& c_misses = counter("CompilationCache.InMemoryMisses");
 Counter& c_compile_ns = counter("CompilationCache.CompileTimeNs");
 Counter& c_evictions = counter("CompilationCache.Evictions");
+
+void count_hit() {
+  if (C10_LIKELY(!t_tracking_paused)) c_hits.v.fetch_add(1, std::memory_order_relaxed);
+}
 
 }  // namespace
 
@@ -193,17 +201,33 @@ Plan plan_for(OpEntry& e, const c10::OperatorHandle& op, const torch::jit::Stack
 
 Plan plan_for_args(OpEntry& e, const c10::OperatorHandle& op, const c10::IValue* args,
                    size_t nargs) {
-  uint64_t h = mix(0, reinterpret_cast<uint64_t>(&op.schema()));
-  for (size_t i = 0; i < nargs; ++i) h = hash_ivalue(h, args[i]);
-  auto& c = plan_cache();
-  {
-    std::lock_guard<std::mutex> g(c.mu);
-    auto it = c.plans.find(h);
-    if (C10_LIKELY(it != c.plans.end())) {
-      if (C10_LIKELY(!t_tracking_paused)) c_hits.v.fetch_add(1, std::memory_order_relaxed);
-      return it->second;
-    }
+  uint64_t key = plan_key::start(op);
+  for (size_t i = 0; i < nargs; ++i) key = plan_key::ivalue(key, args[i]);
+  if (const Plan* p = cached_plan(key)) return *p;
+  return build_plan(e, op, key, args, nargs);
+}
+
+const Plan* cached_plan(uint64_t key) {
+  RememberedPlan& r = t_remembered[key % kRemembered];
+  const uint64_t generation = g_plan_generation.load(std::memory_order_acquire);
+  if (r.key == key && r.generation == generation) {
+    count_hit();
+    return &r.plan;
   }
+  auto& c = plan_cache();
+  std::lock_guard<std::mutex> g(c.mu);
+  auto it = c.plans.find(key);
+  if (it == c.plans.end()) return nullptr;
+  // `generation` was read before the lock: if the cache was emptied since, the slot is
+  // already stale and only costs a lookup next time.
+  r = RememberedPlan{key, generation, it->second};
+  count_hit();
+  return &r.plan;
+}
+
+Plan build_plan(OpEntry& e, const c10::OperatorHandle& op, uint64_t h, const c10::IValue* args,
+                size_t nargs) {
+  auto& c = plan_cache();
   // Miss: "compile" the op for this signature, i.e. decide how it runs on the emulated core.
   auto t0 = std::chrono::steady_clock::now();
   Plan plan;
@@ -252,6 +276,7 @@ Plan plan_for_args(OpEntry& e, const c10::OperatorHandle& op, const c10::IValue*
   if (c.max_entries && c.plans.size() >= c.max_entries) {
     c_evictions.v.fetch_add(int64_t(c.plans.size()));
     c.plans.clear();
+    g_plan_generation.fetch_add(1, std::memory_order_release);
   }
   return c.plans.emplace(h, plan).first->second;
 }

@@ -68,10 +68,16 @@ struct Plan {
 // Returned by value: another thread may evict the cache's entry while the op runs.
 Plan plan_for(OpEntry& e, const c10::OperatorHandle& op, const torch::jit::Stack& stack,
               size_t nargs);
-// The same for arguments held elsewhere (the unboxed fast path, fast_*.cpp): same key, same
-// counters.
+// The same for arguments held elsewhere: same key, same counters.
 Plan plan_for_args(OpEntry& e, const c10::OperatorHandle& op, const c10::IValue* args,
                    size_t nargs);
+// The two halves of a lookup, for callers that compute the key themselves (the unboxed fast
+// path, fast_*.cpp, with eager/plan_key.h): the cached plan for `key` (one hit counted), or
+// nullptr; then, on a miss, the plan built from the boxed arguments (one miss counted).
+// cached_plan's pointer is valid until the calling thread's next lookup.
+const Plan* cached_plan(uint64_t key);
+Plan build_plan(OpEntry& e, const c10::OperatorHandle& op, uint64_t key, const c10::IValue* args,
+                size_t nargs);
 
 // Most plans kept (0: unbounded); the cache is emptied when full. Set once at configure time.
 void set_plan_cache_max_entries(size_t n);
