@@ -82,7 +82,8 @@ STAGES = (
     ("  CPU kernel (redispatch)", "OperatorHandle::redispatchBoxed("),
     ("  outputs become neuron tensors", "to_neuron_output("),
     ("driver: fast path (fast_*.cpp kernels)", _FAST_KERNELS),
-    ("  tracking + plan cache lookup", "torch_neuronx::fast::account("),
+    # (account() is inlined into each kernel: its argument key is hashed there, uncounted here)
+    ("  plan cache lookup (key hashed in the kernel)", "torch_neuronx::cached_plan("),
     (
         "  CPU's meta functions (shapes, dtypes, checks)",
         re.compile(r"at::meta::structured_\w+::meta\("),
@@ -116,8 +117,17 @@ def _build_helper(tmp: str) -> str:
 
 
 def _measure(
-    lib: str, tmp: str, name: str, device: str, n: int, generic: bool = False, so: str = "-"
-) -> tuple[int, str]:
+    lib: str,
+    tmp: str,
+    name: str,
+    device: str,
+    n: int,
+    generic: bool = False,
+    so: str = "-",
+    sim: bool = False,
+) -> tuple[dict[str, int], str]:
+    """Callgrind's totals of the measured iterations (event name -> count; "Ir" is
+    instructions) and the path of its profile."""
     tag = "generic" if generic else ("so" if so != "-" else "")
     out = os.path.join(tmp, f"{name}-{device}{tag}.cg")
     child = os.path.join(tmp, "child.py")
@@ -132,6 +142,7 @@ def _measure(
         "valgrind",
         "--tool=callgrind",
         "--collect-atstart=no",
+        *(["--cache-sim=yes", "--branch-sim=yes"] if sim else []),
         f"--callgrind-out-file={out}",
         sys.executable,
         child,
@@ -150,10 +161,13 @@ def _measure(
     path = os.path.join(tmp, dumps[0]) if dumps else out
     with open(path) as f:
         text = f.read()
-    m = re.search(r"^summary:\s+(\d+)", text, re.M) or re.search(r"^totals:\s+(\d+)", text, re.M)
-    if not m:
-        raise RuntimeError(f"no instruction total in {path}")
-    return int(m.group(1)), path
+    events = re.search(r"^events:\s+(.+)$", text, re.M)
+    m = re.search(r"^summary:\s+([\d ]+)$", text, re.M) or re.search(
+        r"^totals:\s+([\d ]+)$", text, re.M
+    )
+    if not events or not m:
+        raise RuntimeError(f"no totals in {path}")
+    return dict(zip(events.group(1).split(), map(int, m.group(1).split()))), path
 
 
 def _stages(path: str, n: int) -> list[tuple[str, float]]:
@@ -191,6 +205,13 @@ def main(argv=None) -> int:
     ap.add_argument("--only", action="append", choices=list(ITERATIONS))
     ap.add_argument("--iterations", type=int, help="override the per-workload iteration count")
     ap.add_argument("--stages", action="store_true", help="per-stage breakdown of the neuron path")
+    ap.add_argument(
+        "--sim",
+        action="store_true",
+        help="also simulate caches and branch prediction (callgrind's --cache-sim/--branch-sim) "
+        "and print first-level cache misses and mispredicted branches per iteration: costs "
+        "that instructions do not show",
+    )
     ap.add_argument("--json", metavar="PATH")
     ap.add_argument("--keep", metavar="DIR", help="keep the callgrind files in DIR")
     ap.add_argument(
@@ -214,8 +235,9 @@ def main(argv=None) -> int:
     lib = _build_helper(tmp)
     for name in args.only or list(ITERATIONS):
         n = args.iterations or ITERATIONS[name]
-        neuron, npath = _measure(lib, tmp, name, "neuron", n, args.generic)
-        cpu, _ = _measure(lib, tmp, name, "cpu", n)
+        nev, npath = _measure(lib, tmp, name, "neuron", n, args.generic, sim=args.sim)
+        cev, _ = _measure(lib, tmp, name, "cpu", n, sim=args.sim)
+        neuron, cpu = nev["Ir"], cev["Ir"]
         row = {
             "iterations": n,
             "neuron_instr_per_iter": neuron / n,
@@ -226,12 +248,30 @@ def main(argv=None) -> int:
             f"{name:20s} neuron {neuron / n:12,.0f}  cpu {cpu / n:12,.0f}  instructions/iter"
             f"  ratio {neuron / cpu:.3f}"
         )
+        if args.sim:
+            # callgrind's model (its own cache geometry, a simple predictor), not this CPU's
+            # counters: a guide to where time goes beyond instructions, compared side by side
+            sims = {
+                "I1 misses": ("I1mr",),
+                "D1 misses": ("D1mr", "D1mw"),
+                "mispredicted branches": ("Bcm", "Bim"),
+            }
+            row["simulated"] = {}
+            for label, keys in sims.items():
+                nv = sum(nev.get(k, 0) for k in keys) / n
+                cv = sum(cev.get(k, 0) for k in keys) / n
+                row["simulated"][label] = {"neuron": nv, "cpu": cv}
+                print(
+                    f"    {label:44s} {nv:12,.0f}  cpu {cv:12,.0f}"
+                    f"  ratio {nv / cv if cv else float('nan'):.3f}"
+                )
         if args.stages:
             row["stages"] = dict(_stages(npath, n))
             for label, v in row["stages"].items():
                 print(f"    {label:44s} {v:12,.0f}")
         if args.baseline_so:
-            base, _ = _measure(lib, tmp, name, "neuron", n, args.generic, args.baseline_so)
+            bev, _ = _measure(lib, tmp, name, "neuron", n, args.generic, args.baseline_so)
+            base = bev["Ir"]
             row["baseline_so_instr_per_iter"] = base / n
             print(
                 f"{'':20s} baseline build {base / n:12,.0f}  difference {(neuron - base) / n:+,.0f}"

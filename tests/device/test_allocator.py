@@ -141,3 +141,41 @@ def test_thread_safety():
         assert not t.is_alive(), "a worker thread did not finish within 120 s"
     assert not errors, errors
     check_invariants(stats())
+
+
+def test_small_pool_serves_the_best_fitting_free_block(py):
+    # A fresh interpreter: no free blocks left behind by earlier tests. Holes of 1, 4, 2 and
+    # 2 KiB, each followed by a live 256 B tensor so that they do not merge.
+    py(
+        """
+        import torch
+        def t(n):
+            return torch.empty(n, dtype=torch.uint8, device='neuron')
+        holes, keep = {}, []
+        for name, n in [('1k', 1024), ('4k', 4096), ('2k_a', 2048), ('2k_b', 2048)]:
+            holes[name] = t(n)
+            keep.append(t(256))
+        ptr = {k: v.data_ptr() for k, v in holes.items()}
+        for name in ('1k', '4k', '2k_a', '2k_b'):  # 2k_b is freed last
+            del holes[name]
+        # 1.5 KiB (a size class of its own): the smallest hole that fits is a 2 KiB one, and of
+        # the two the most recently freed; then the other one (the first left 512 B behind)
+        a = t(1536)
+        assert a.data_ptr() == ptr['2k_b'], (a.data_ptr(), ptr)
+        b = t(1536)
+        assert b.data_ptr() == ptr['2k_a'], (b.data_ptr(), ptr)
+        c = t(3000)  # 3 KiB: only the 4 KiB hole fits (the segment's free tail is larger)
+        assert c.data_ptr() == ptr['4k'], (c.data_ptr(), ptr)
+        # two 1 KiB holes now: the first one, and what c left of the 4 KiB one (more recent)
+        d = t(1024)
+        assert d.data_ptr() == ptr['4k'] + 3072, (d.data_ptr(), ptr)
+        e = t(1024)
+        assert e.data_ptr() == ptr['1k'], (e.data_ptr(), ptr)
+        s = torch.neuron.memory_stats()
+        assert s['segment.small_pool.current'] == 1, s['segment.small_pool.current']
+        assert s['active_bytes.all.current'] == s['allocated_bytes.all.current']
+        del a, b, c, d, e, keep
+        torch.neuron.empty_cache()  # every small block merged back: the segment is released
+        assert torch.neuron.memory_stats()['segment.small_pool.current'] == 0
+        """
+    )

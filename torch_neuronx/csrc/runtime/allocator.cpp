@@ -145,8 +145,10 @@ struct Block {
   size_t size;
   size_t requested = 0;
   char* ptr;
-  Block* prev = nullptr;
+  Block* prev = nullptr;  // address-order neighbours within the segment
   Block* next = nullptr;
+  Block* bin_prev = nullptr;  // list links of SizeBins (free small-pool blocks only)
+  Block* bin_next = nullptr;
 };
 
 Block* new_block(int device, bool small) {
@@ -160,6 +162,103 @@ void delete_block_object(Block* b) noexcept {
 struct BlockLess {
   bool operator()(const Block* a, const Block* b) const {
     return a->size != b->size ? a->size < b->size : a->ptr < b->ptr;
+  }
+};
+
+// Free blocks of the large pool, best fit first: smallest size, then lowest address.
+struct SizeOrdered {
+  std::set<Block*, BlockLess, PooledAllocator<Block*>> blocks;
+  void insert(Block* b) { blocks.insert(b); }
+  void erase(Block* b) { blocks.erase(b); }
+  Block* best_fit(size_t size) const {  // the block to serve `size` bytes from, or nullptr
+    Block key{0, false};
+    key.size = size;
+    key.ptr = nullptr;
+    auto it = blocks.lower_bound(&key);
+    return it == blocks.end() ? nullptr : *it;
+  }
+  template <typename F>
+  void for_each(F&& f) {  // f may erase the block it is given
+    for (auto it = blocks.begin(); it != blocks.end();) f(*it++);
+  }
+};
+
+// Free blocks of the small pool, where sizes are multiples of kMinBlock up to a small segment:
+// one list per size and a bitmap of the non-empty lists, so that the best fit (the smallest
+// size that serves a request) is a bit scan and inserting or removing a block is a few
+// pointer writes, instead of a balanced tree's rebalancing (this pool serves nearly every
+// tensor of a training step). Among free blocks of one size the most recently freed is
+// served first: its memory is the likeliest to be in the host's caches still.
+struct SizeBins {
+  static constexpr size_t kBins = kSmallSegment / kMinBlock + 1;  // bin i: size i * kMinBlock
+  static constexpr size_t kWords = (kBins + 63) / 64;
+  static constexpr size_t kSummaryWords = (kWords + 63) / 64;
+  std::array<Block*, kBins> head{};
+  std::array<uint64_t, kWords> nonempty{};        // bit i: head[i] is a list
+  std::array<uint64_t, kSummaryWords> summary{};  // bit w: nonempty[w] != 0
+
+  static size_t bin(size_t size) { return size / kMinBlock; }
+  void insert(Block* b) {
+    const size_t i = bin(b->size);
+    TORCH_INTERNAL_ASSERT(i < kBins && b->size % kMinBlock == 0, "small-pool block of ", b->size,
+                          " bytes");
+    b->bin_prev = nullptr;
+    b->bin_next = head[i];
+    if (head[i]) {
+      head[i]->bin_prev = b;
+    } else {
+      nonempty[i / 64] |= uint64_t(1) << (i % 64);
+      summary[i / 4096] |= uint64_t(1) << (i / 64 % 64);
+    }
+    head[i] = b;
+  }
+  void erase(Block* b) {
+    const size_t i = bin(b->size);
+    if (b->bin_next) b->bin_next->bin_prev = b->bin_prev;
+    if (b->bin_prev) {
+      b->bin_prev->bin_next = b->bin_next;
+    } else {
+      head[i] = b->bin_next;
+      if (!head[i]) {
+        nonempty[i / 64] &= ~(uint64_t(1) << (i % 64));
+        if (!nonempty[i / 64]) summary[i / 4096] &= ~(uint64_t(1) << (i / 64 % 64));
+      }
+    }
+    b->bin_prev = b->bin_next = nullptr;
+  }
+  Block* best_fit(size_t size) const {
+    const size_t i = bin(size + kMinBlock - 1);
+    if (i >= kBins) return nullptr;
+    size_t w = i / 64;
+    uint64_t bits = nonempty[w] & (~uint64_t(0) << (i % 64));
+    if (!bits) {  // the next non-empty word, from the summary
+      w = next_word(w + 1);
+      if (w >= kWords) return nullptr;
+      bits = nonempty[w];
+    }
+    return head[w * 64 + size_t(__builtin_ctzll(bits))];
+  }
+  template <typename F>
+  void for_each(F&& f) {  // f may erase the block it is given
+    for (size_t w = next_word(0); w < kWords; w = next_word(w + 1)) {
+      for (uint64_t bits = nonempty[w]; bits; bits &= bits - 1) {
+        for (Block* b = head[w * 64 + size_t(__builtin_ctzll(bits))]; b;) {
+          Block* next = b->bin_next;
+          f(b);
+          b = next;
+        }
+      }
+    }
+  }
+
+ private:
+  size_t next_word(size_t w) const {  // the first non-empty word at or after w, or kWords
+    for (size_t s = w / 64; s < kSummaryWords; ++s) {
+      uint64_t bits = summary[s];
+      if (s == w / 64) bits &= ~uint64_t(0) << (w % 64);
+      if (bits) return s * 64 + size_t(__builtin_ctzll(bits));
+    }
+    return kWords;
   }
 };
 
@@ -183,10 +282,10 @@ struct DeviceAllocator {
   int device;
   bool workspace = false;
   std::mutex mu;
-  using BlockSet = std::set<Block*, BlockLess, PooledAllocator<Block*>>;
-  BlockSet free_small, free_large;
-  StatArray allocated_bytes, reserved_bytes, active_bytes, requested_bytes;
-  StatArray allocation, segment, active, inactive_split, inactive_split_bytes;
+  SizeBins free_small;
+  SizeOrdered free_large;
+  StatArray allocated_bytes, reserved_bytes, requested_bytes;
+  StatArray allocation, segment, inactive_split, inactive_split_bytes;
   int64_t num_alloc_retries = 0, num_ooms = 0, num_device_alloc = 0, num_device_free = 0;
   // The first block of each segment, by segment base (memory snapshots walk from it).
   using BlockMap =
@@ -198,48 +297,47 @@ struct DeviceAllocator {
   // caller before taking `mu`, since capturing Python frames may take the GIL).
   std::shared_ptr<c10::GatheredContext> context;
 
-  BlockSet& pool(bool small) { return small ? free_small : free_large; }
+  void pool_insert(Block* b) { b->small ? free_small.insert(b) : free_large.insert(b); }
+  void pool_erase(Block* b) { b->small ? free_small.erase(b) : free_large.erase(b); }
 
-  // Every statistic with its torch.cuda name, in memory_stats() order.
+  // Every statistic with its torch.cuda name, in memory_stats() order. "active" equals
+  // "allocated" here (CUDA's differ while a freed block waits for another stream's work; this
+  // allocator frees at once), so the two names share one counter, updated once per call.
   std::array<std::pair<const char*, StatArray*>, 9> stats() {
     return {{{"allocated_bytes", &allocated_bytes},
              {"reserved_bytes", &reserved_bytes},
-             {"active_bytes", &active_bytes},
+             {"active_bytes", &allocated_bytes},
              {"requested_bytes", &requested_bytes},
              {"allocation", &allocation},
              {"segment", &segment},
-             {"active", &active},
+             {"active", &allocation},
              {"inactive_split", &inactive_split},
              {"inactive_split_bytes", &inactive_split_bytes}}};
   }
 
   bool release_cached_segments() {
     bool released = false;
-    for (auto* p : {&free_small, &free_large}) {
-      for (auto it = p->begin(); it != p->end();) {
-        Block* b = *it;
-        if (!b->prev && !b->next) {  // the whole segment is free
-          reserved_bytes.add(b->small, -int64_t(b->size));
-          segment.add(b->small, -1);
-          num_device_free++;
-          segment_first.erase(b->ptr);
-          if (!workspace)
-            memory_history_record(device, MemAction::SegmentFree, uint64_t(b->ptr),
-                                  int64_t(b->size), context);
-          if (log_enabled(kLogDebug)) {
-            log_message(kLogDebug, "torch_neuronx.runtime",
-                        "neuron:" + std::to_string(device) + " released a segment of " +
-                            std::to_string(b->size) + " bytes");
-          }
-          std::free(b->ptr);
-          it = p->erase(it);
-          delete_block_object(b);
-          released = true;
-        } else {
-          ++it;
-        }
+    auto release = [&](Block* b) {
+      if (b->prev || b->next) return;  // part of a segment in use
+      reserved_bytes.add(b->small, -int64_t(b->size));
+      segment.add(b->small, -1);
+      num_device_free++;
+      segment_first.erase(b->ptr);
+      if (!workspace)
+        memory_history_record(device, MemAction::SegmentFree, uint64_t(b->ptr), int64_t(b->size),
+                              context);
+      if (log_enabled(kLogDebug)) {
+        log_message(kLogDebug, "torch_neuronx.runtime",
+                    "neuron:" + std::to_string(device) + " released a segment of " +
+                        std::to_string(b->size) + " bytes");
       }
-    }
+      std::free(b->ptr);
+      pool_erase(b);
+      delete_block_object(b);
+      released = true;
+    };
+    free_small.for_each(release);
+    free_large.for_each(release);
     return released;
   }
 
@@ -321,15 +419,9 @@ struct DeviceAllocator {
     } clear_context{context};
     size_t rounded = round_size(nbytes);
     bool small = rounded < kSmallLimit;
-    auto& p = pool(small);
-    Block* b = nullptr;
-    Block key{device, small};
-    key.size = rounded;
-    key.ptr = nullptr;
-    auto it = p.lower_bound(&key);
-    if (it != p.end()) {
-      b = *it;
-      p.erase(it);
+    Block* b = small ? free_small.best_fit(rounded) : free_large.best_fit(rounded);
+    if (b) {
+      pool_erase(b);
       if (b->prev || b->next) {  // it was an inactive split
         inactive_split.add(small, -1);
         inactive_split_bytes.add(small, -int64_t(b->size));
@@ -349,7 +441,7 @@ struct DeviceAllocator {
       if (b->next) b->next->prev = rest;
       b->next = rest;
       b->size = rounded;
-      p.insert(rest);
+      pool_insert(rest);
       inactive_split.add(small, 1);
       inactive_split_bytes.add(small, int64_t(rest->size));
     }
@@ -391,10 +483,8 @@ struct DeviceAllocator {
   // Counts `b` (an allocated block) as in use (+1) or no longer in use (-1).
   void count_block(const Block* b, int sign) {
     allocated_bytes.add(b->small, sign * int64_t(b->size));
-    active_bytes.add(b->small, sign * int64_t(b->size));
     requested_bytes.add(b->small, sign * int64_t(b->requested));
     allocation.add(b->small, sign);
-    active.add(b->small, sign);
   }
 
   // `counted` false: the block's use was already taken off this pool's statistics (an
@@ -404,9 +494,8 @@ struct DeviceAllocator {
     if (counted) count_block(b, -1);
     b->allocated = false;
     b->adopted = false;
-    auto& p = pool(small);
     auto merge = [&](Block* dst, Block* src) {  // src is a free neighbour of dst; absorb it
-      p.erase(src);
+      pool_erase(src);
       inactive_split.add(small, -1);
       inactive_split_bytes.add(small, -int64_t(src->size));
       if (src == dst->prev) {
@@ -429,7 +518,7 @@ struct DeviceAllocator {
       inactive_split.add(small, 1);
       inactive_split_bytes.add(small, int64_t(b->size));
     }
-    p.insert(b);
+    pool_insert(b);
   }
 };
 
