@@ -19,6 +19,12 @@ import torch.nn.functional as F
 
 import torch_neuronx
 from torch_neuronx import _C
+from torch_neuronx.testing.layouts import (
+    LAYOUT_NAMES,
+    apply_layout,
+    describe,
+    to_device_keeping_layout,
+)
 
 aten = torch.ops.aten
 
@@ -34,12 +40,9 @@ def fast_path(on: bool):
 
 
 def _to(x, device):
-    if isinstance(x, torch.Tensor):
-        # keep the geometry (transposed / expanded inputs must stay so on the device)
-        if x.dim() >= 2 and not x.is_contiguous() and x.t().is_contiguous():
-            return x.t().to(device).t()
-        return x.to(device)
-    return x
+    # keep the geometry: sizes, strides, storage offset (transposed, channels_last, expanded
+    # and sliced inputs must stay so on the device)
+    return to_device_keeping_layout(x, device)
 
 
 def _same(c: torch.Tensor, n: torch.Tensor, what: str) -> None:
@@ -423,6 +426,13 @@ CASES += [
 
 @pytest.mark.parametrize("name,fn,args,fast", CASES, ids=[c[0] for c in CASES])
 def test_fast_and_generic_paths_agree_with_cpu(name, fn, args, fast):
+    _check_paths(name, fn, args, fast, exact_fast_count=True)
+
+
+def _check_paths(name, fn, args, fast, exact_fast_count):
+    """CPU, the fast path and the generic path give the same values, dtype, shape and strides;
+    the fast path ran iff the call is eligible (`exact_fast_count`), or at least when it is
+    (other layouts can add fast calls of their own: a reshape's copy in the case's code)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the float64 policy warning
         expected = fn(*args)
@@ -433,7 +443,88 @@ def test_fast_and_generic_paths_agree_with_cpu(name, fn, args, fast):
     _same(off.cpu() if expected.dtype == torch.float64 else expected, on, f"{name} fast vs generic")
     _same(expected if expected.dtype != torch.float64 else off.cpu(), off, f"{name} (generic path)")
     assert off_calls == 0
-    assert (on_calls > 0) == fast, f"{name}: fast path calls {on_calls}, expected fast={fast}"
+    if exact_fast_count or fast:
+        assert (on_calls > 0) == fast, f"{name}: fast path calls {on_calls}, expected fast={fast}"
+
+
+# Every case again with its tensor arguments in each memory layout (issue 26: a binary op of two
+# channels_last tensors was wrong on the fast path only; no contiguous case could see it).
+def _layout_case(name, fn, args, fast, layout):
+    args = tuple(apply_layout(a, layout) for a in args)
+    if name == "contiguous" and args[0].is_contiguous():  # (an offset view) nothing to copy
+        fast = False
+    return pytest.param(name, fn, args, fast, id=f"{name}-{layout}")
+
+
+LAYOUT_CASES = [
+    _layout_case(*case, layout)
+    for layout in LAYOUT_NAMES
+    if layout != "contiguous"
+    for case in CASES
+]
+
+
+@pytest.mark.parametrize("name,fn,args,fast", LAYOUT_CASES)
+def test_paths_agree_with_cpu_in_every_layout(name, fn, args, fast):
+    shapes = ", ".join(describe(a) for a in args if isinstance(a, torch.Tensor))
+    _check_paths(f"{name} [{shapes}]", fn, args, fast, exact_fast_count=False)
+
+
+def _cl(*shape, dtype=torch.float32):
+    x = r(*shape, dtype=dtype)
+    fmt = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
+    return x.contiguous(memory_format=fmt)
+
+
+# The issue's reproducers and their kin: channels_last (2-D and 3-D) with channels_last, with
+# contiguous, with a broadcast per-channel tensor, and ops of the conv nets' residual blocks.
+CHANNELS_LAST_CASES = [
+    ("add cl+cl", torch.add, (_cl(2, 8, 5, 5), _cl(2, 8, 5, 5)), True),
+    ("mul cl*cl", torch.mul, (_cl(2, 8, 5, 5), _cl(2, 8, 5, 5)), True),
+    ("sub cl-cl 3d", torch.sub, (_cl(2, 4, 3, 5, 5), _cl(2, 4, 3, 5, 5)), True),
+    ("add cl+contiguous", torch.add, (_cl(2, 8, 5, 5), r(2, 8, 5, 5)), True),
+    ("add contiguous+cl", torch.add, (r(2, 8, 5, 5), _cl(2, 8, 5, 5)), True),
+    ("mul cl*per-channel", torch.mul, (_cl(2, 8, 5, 5), r(8, 1, 1)), True),
+    ("div cl/number", lambda a: a / 3.0, (_cl(2, 8, 5, 5),), True),
+    ("add_ cl", _clone_first(lambda a, b: a.add_(b)), (_cl(2, 8, 5, 5), _cl(2, 8, 5, 5)), True),
+    ("relu cl", F.relu, (_cl(2, 8, 5, 5),), True),
+    ("silu cl bf16", F.silu, (_cl(2, 8, 5, 5, dtype=torch.bfloat16),), True),
+    ("neg cl 3d", torch.neg, (_cl(1, 3, 2, 4, 4),), True),
+    ("sum cl over HW", lambda a: a.sum((2, 3)), (_cl(2, 8, 5, 5),), True),
+    ("sum cl keepdim", lambda a: a.sum((2, 3), keepdim=True), (_cl(2, 8, 5, 5),), True),
+    (
+        "threshold_backward cl",
+        lambda a, b: aten.threshold_backward(a, b, 0.0),
+        (_cl(2, 8, 5, 5), _cl(2, 8, 5, 5)),
+        True,
+    ),
+    (
+        "copy_ cl into contiguous",
+        lambda a, b: b.clone().copy_(a),
+        (_cl(2, 8, 5, 5), r(2, 8, 5, 5)),
+        True,
+    ),
+    ("clone cl", torch.clone, (_cl(2, 8, 5, 5),), True),
+]
+
+
+@pytest.mark.parametrize(
+    "name,fn,args,fast", CHANNELS_LAST_CASES, ids=[c[0] for c in CHANNELS_LAST_CASES]
+)
+def test_channels_last_ops_agree_with_cpu(name, fn, args, fast):
+    _check_paths(name, fn, args, fast, exact_fast_count=True)
+
+
+def test_channels_last_residual_add_reproducer():
+    """The issue's reproducer as a user writes it (Tensor.to, no layout helper)."""
+    a = torch.randn(2, 8, 5, 5).contiguous(memory_format=torch.channels_last)
+    b = torch.randn(2, 8, 5, 5).contiguous(memory_format=torch.channels_last)
+    for on in (True, False):
+        with fast_path(on):
+            got = a.to("neuron") + b.to("neuron")
+            assert got.stride() == (a + b).stride()
+            assert torch.equal(got.cpu(), a + b), on
+            assert torch.equal((a.to("neuron") * b.to("neuron")).cpu(), a * b), on
 
 
 @pytest.mark.parametrize(

@@ -24,12 +24,16 @@ bool fast_path_on() { return g_fast_path.load(std::memory_order_relaxed); }
 
 // ---- outputs in device memory ----
 at::Tensor empty_on_device(int device, c10::IntArrayRef sizes, c10::IntArrayRef strides,
-                           c10::ScalarType dtype) {
+                           c10::ScalarType dtype,
+                           std::optional<c10::MemoryFormat> memory_format) {
   const c10::DispatchKeySet ks(c10::DispatchKey::PrivateUse1);
   if (strides.empty()) {
-    // Contiguous, as CPU's create_out does for an empty stride list.
+    // No strides: dense in the memory format the options carry, as CPU's create_out
+    // (empty_cpu(sizes, options)) does. TensorIterator's fast setup asks for a channels_last
+    // output this way when every input is channels_last, and then writes it in that order:
+    // ignoring the format here would lay the same bytes out as contiguous (issue 26).
     c10::DeviceGuard g(c10::Device(kNeuron, c10::DeviceIndex(device)));
-    return at::detail::empty_generic(sizes, neuron_allocator(), ks, dtype, std::nullopt);
+    return at::detail::empty_generic(sizes, neuron_allocator(), ks, dtype, memory_format);
   }
   const size_t item = c10::elementSize(dtype);
   const size_t nbytes = at::detail::computeStorageNbytes(sizes, strides, item);

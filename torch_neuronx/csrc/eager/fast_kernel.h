@@ -55,8 +55,11 @@ void route_to_cpu() {
   Stub.set_privateuse1_dispatch_ptr(&cpu_loop<Stub, Args...>);
 }
 
+// A dense output on `device`: with `strides`, exactly those; without, laid out in
+// `memory_format` (contiguous when none), as CPU's structured kernels allocate theirs.
 at::Tensor empty_on_device(int device, c10::IntArrayRef sizes, c10::IntArrayRef strides,
-                           c10::ScalarType dtype);
+                           c10::ScalarType dtype,
+                           std::optional<c10::MemoryFormat> memory_format = std::nullopt);
 
 // CPU's structured class `Impl`, with its outputs allocated on neuron device `device` (the
 // functional variant: what RegisterCPU.cpp generates, with the device allocator).
@@ -78,7 +81,8 @@ struct OnDevice final : Impl {
  private:
   void set(int64_t i, c10::IntArrayRef sizes, c10::IntArrayRef strides,
            c10::TensorOptions options) {
-    out_[i] = empty_on_device(device_, sizes, strides, options.dtype().toScalarType());
+    out_[i] = empty_on_device(device_, sizes, strides, options.dtype().toScalarType(),
+                              options.memory_format_opt());
     if constexpr (std::is_base_of_v<at::TensorIteratorBase, Impl>)
       Impl::set_output_raw_strided(i, sizes, strides, options);
   }
