@@ -40,6 +40,25 @@ def test_profiles_and_environment(env, count, hbm):
     assert (t.device_count, t.hbm_per_core) == (count, hbm)
 
 
+def test_the_topology_carries_the_hardware_tables_instance_and_logical_core():
+    from torch_neuronx.runtime import hardware
+
+    t = topology.from_environment({"TORCH_NEURONX_EMULATED_INSTANCE": "trn3.48xlarge"})
+    assert isinstance(t.target, hardware.Target)
+    assert t.instance is hardware.INSTANCES["trn3.48xlarge"]
+    assert t.core.chip is hardware.CHIPS["trn3"]
+    assert (t.lnc, t.core.generation, t.profile.generation) == (2, "trn3", "trn3")
+    assert t.profile.core_name == "NeuronCore-v4"  # a core name, not a generation
+    assert t.logical_cores_total == t.target.cores_per_instance == 64
+    assert t.hbm_per_core == t.core.hbm_capacity  # the allocator's capacity is the core's HBM
+
+
+def test_a_mistyped_instance_names_the_valid_ones():
+    with pytest.raises(ValueError) as e:
+        topology.from_environment({"TORCH_NEURONX_EMULATED_INSTANCE": "trn3.3xlage"})
+    assert all(name in str(e.value) for name in topology.emulated_instance_names())
+
+
 def test_visible_cores_map_to_device_indices():
     t = topology.from_environment({"NEURON_RT_VISIBLE_CORES": "2,3"})
     assert t.visible_cores == (2, 3)

@@ -1,4 +1,4 @@
-"""Differential fuzzing (torch_neuronx/testing/fuzz.py): random tensor programs give CPU's results
+"""Differential fuzzing (torch_neuronx/testing/fuzz/): random tensor programs give CPU's results
 on neuron (values bitwise, dtypes, shapes, strides, aliasing, and which statements raise).
 
 CI runs a fixed sample of seeds (a few seconds); ``TORCH_NEURONX_TEST_FULL=1`` (``make test-full``)

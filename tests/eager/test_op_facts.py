@@ -6,24 +6,27 @@ import warnings
 import torch
 
 from torch_neuronx.eager import op_policy
+from torch_neuronx.runtime.engines import Engine
 from torch_neuronx.testing import child
 
 
 def test_engine_per_op_group():
-    assert op_policy.engine_for("aten::mm") == "TensorE"
-    assert op_policy.engine_for("aten::convolution") == "TensorE"
-    assert op_policy.engine_for("aten::_scaled_dot_product_flash_attention_for_cpu") == "TensorE"
-    assert op_policy.engine_for("aten::add.Tensor") == "VectorE"
-    assert op_policy.engine_for("aten::add_.Tensor") == "VectorE"  # in-place: the functional op's
-    assert op_policy.engine_for("aten::exp") == "ScalarE"
-    assert op_policy.engine_for("aten::sum.dim_IntList") == "VectorE"
-    assert op_policy.engine_for("aten::max_pool2d_with_indices") == "VectorE"
-    assert op_policy.engine_for("aten::gather") == "GpSimdE"
-    assert op_policy.engine_for("aten::_to_copy") == "DMA"
-    assert op_policy.engine_for("_c10d_functional::all_reduce") == "CC-Core"
+    assert op_policy.engine_for("aten::mm") is Engine.tensor
+    assert op_policy.engine_for("aten::convolution") is Engine.tensor
+    assert (
+        op_policy.engine_for("aten::_scaled_dot_product_flash_attention_for_cpu") is Engine.tensor
+    )
+    assert op_policy.engine_for("aten::add.Tensor") is Engine.vector
+    assert op_policy.engine_for("aten::add_.Tensor") is Engine.vector  # in-place: the functional's
+    assert op_policy.engine_for("aten::exp") is Engine.scalar
+    assert op_policy.engine_for("aten::sum.dim_IntList") is Engine.vector
+    assert op_policy.engine_for("aten::max_pool2d_with_indices") is Engine.vector
+    assert op_policy.engine_for("aten::gather") is Engine.gpsimd
+    assert op_policy.engine_for("aten::_to_copy") is Engine.dma
+    assert op_policy.engine_for("_c10d_functional::all_reduce") is Engine.collective
     # not on the NeuronCore: CPU fallbacks run on the host; unsupported and custom ops have none
-    assert op_policy.engine_for("aten::linalg_qr") == "CPU"
-    assert op_policy.engine_for("aten::some_future_op") == "CPU"
+    assert op_policy.engine_for("aten::linalg_qr") is Engine.host
+    assert op_policy.engine_for("aten::some_future_op") is Engine.host
     assert op_policy.engine_for("aten::to_sparse") is None
     assert op_policy.engine_for("mylib::custom") is None
 
@@ -32,9 +35,9 @@ def test_every_listed_op_has_an_engine_matching_its_status():
     for name, (status, _) in op_policy.TABLE.items():
         engine = op_policy.engine_for(name)
         if status == op_policy.NATIVE:
-            assert engine in op_policy.ENGINES and engine != op_policy.HOST_CPU, name
+            assert engine in op_policy.ENGINES and engine is not Engine.host, name
         elif status == op_policy.FALLBACK:
-            assert engine == op_policy.HOST_CPU, name
+            assert engine is Engine.host, name
         else:
             assert engine is None, name
 

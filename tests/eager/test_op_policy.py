@@ -210,3 +210,49 @@ def test_fft_policy_documented():
     x = torch.randn(16)
     got = torch.fft.rfft(x.to("neuron")).cpu()
     torch.testing.assert_close(got, torch.fft.rfft(x), rtol=0, atol=0)
+
+
+# --- data-dependent ops: one list, read by both evaluate modes (issue 27, item 3) ------------
+def test_data_dependent_ops_are_real_device_kernels():
+    """Every entry reaches the device kernel as itself (no CompositeImplicitAutograd kernel
+    that would decompose it first), so the measured and the fake mode both see it."""
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    known = {n.split(".", 1)[0] for n in torch._C._dispatch_get_all_op_names()}
+    for name in op_policy.DATA_DEPENDENT:
+        assert name in known, name
+        overloads = [n for n in torch._C._dispatch_get_all_op_names() if n.split(".", 1)[0] == name]
+        assert any(not has(o, "CompositeImplicitAutograd") for o in overloads), name
+    assert op_policy.is_data_dependent("aten::nonzero")
+    assert op_policy.is_data_dependent("aten::repeat_interleave.Tensor")
+    assert op_policy.is_data_dependent("aten::_unique2.out")
+    assert not op_policy.is_data_dependent("aten::nonzero_static")
+    assert not op_policy.is_data_dependent("aten::add.Tensor")
+
+
+def test_one_data_dependent_list_for_both_evaluate_modes():
+    import ast
+    from pathlib import Path
+
+    from torch_neuronx.evaluate import collector, fake
+
+    # both modes ask the op policy ...
+    assert collector.is_data_dependent is op_policy.is_data_dependent
+    assert fake.is_data_dependent is op_policy.is_data_dependent
+    # ... and no module keeps a list of its own: a collection literal naming two or more
+    # data-dependent ops ("aten::nonzero", "nonzero") anywhere else in the package fails
+    bare = {n.split("::", 1)[1] for n in op_policy.DATA_DEPENDENT}
+    pkg = Path(op_policy.__file__).resolve().parents[1]
+    bad = []
+    for f in sorted(pkg.rglob("*.py")):
+        if f == Path(op_policy.__file__).resolve():
+            continue
+        for node in ast.walk(ast.parse(f.read_text(), str(f))):
+            if isinstance(node, (ast.Set, ast.List, ast.Tuple)):
+                names = {
+                    e.value.split("::", 1)[-1]
+                    for e in node.elts
+                    if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                }
+                if len(names & bare) >= 2:
+                    bad.append(f"{f.relative_to(pkg)}:{node.lineno}")
+    assert not bad, "second list of data-dependent ops: " + ", ".join(bad)

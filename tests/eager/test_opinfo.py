@@ -11,7 +11,7 @@ gradients): CPU's dtype and shape exactly, values within float32-level tolerance
 By default a deterministic sample runs (every op and category, a stable subset of the
 samples, three integer dtypes per op). ``TORCH_NEURONX_TEST_FULL=1`` (``make test-full``)
 runs every sample of every supported dtype. The shared logic lives in
-``torch_neuronx/testing/opinfo.py``; ``python -m torch_neuronx.tools.coverage_sweep`` runs
+``torch_neuronx/testing/opinfo/``; ``python -m torch_neuronx.tools.coverage_sweep`` runs
 the full sweep and writes ``docs/coverage.md``.
 
 ``TORCH_NEURONX_OPINFO_DEVICE=cpu`` runs the harness CPU against CPU (a self-check).

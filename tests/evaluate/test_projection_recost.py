@@ -13,6 +13,7 @@ from torch_neuronx.perf import events as ev
 from torch_neuronx.perf import recost, transfers
 from torch_neuronx.perf import target as perf_target
 from torch_neuronx.perf.collectives import collective_cost
+from torch_neuronx.runtime.engines import Engine
 
 PROFILES = profiles.profiles(["trn2.3xlarge", "trn3.3xlarge"], 2)
 TRN2, TRN3 = (p.target for p in PROFILES)
@@ -67,5 +68,5 @@ def test_collectives_copies_and_fallbacks_recost_with_the_target_table():
     again = recost.cost_on(fb, TRN3)
     assert again == transfers.fallback_cost("aten::linalg_qr", 2e-3, 4096, 8192, TRN3, "32x32")
     assert again.host_s == 2e-3  # the measured host kernel time is the one input kept
-    bare = ev.Cost(kind=ev.KERNEL, name="nki:k", engine=ev.VECTOR, duration=1e-6)
+    bare = ev.Cost(kind=ev.KERNEL, name="nki:k", engine=Engine.vector, duration=1e-6)
     assert recost.cost_on(bare, TRN3) is None  # no basis: the caller must say what it does

@@ -7,6 +7,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from torch_neuronx.perf import estimate, graph, params, roofline, target
 from torch_neuronx.perf import work as wk
+from torch_neuronx.runtime.op_names import op_name
 
 CORE = target.for_instance("trn2.3xlarge").core
 N = 1 << 22
@@ -40,9 +41,7 @@ def test_compiling_a_chain_lowers_modeled_time():
                 graph._concrete(a.meta["val"]) if isinstance(a, torch.fx.Node) else a
                 for a in n.args
             )
-            w = wk.op_work(
-                graph._op_name(n.target), args, None, graph._concrete(n.meta["val"]), None
-            )
+            w = wk.op_work(op_name(n.target), args, None, graph._concrete(n.meta["val"]), None)
             eager += roofline.cost_of(w, CORE).duration
     # 6 HBM round trips and 6 launches become 1 and 1; the fused kernel is then bound by
     # VectorE (7 instruction passes over the data), so the gain is below 6x

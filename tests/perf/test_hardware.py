@@ -60,15 +60,48 @@ def test_logical_cores_are_lnc_physical_cores():
 
 
 def test_emulated_profiles_read_the_table():
+    # InstanceProfile is a view of the table's entry: nothing copied that could disagree
+    assert topology.emulated_instance_names() == sorted(i.name for i in hw.emulated_instances())
     for inst in hw.emulated_instances():
-        p = topology.PROFILES[inst.name]
-        chip = inst.chip
+        topo = topology.from_environment({"TORCH_NEURONX_EMULATED_INSTANCE": inst.name})
+        p, chip = topo.profile, inst.chip
+        assert topo.target.instance is inst and topo.core.chip is chip
+        assert p.name == inst.name and p.generation == inst.generation
         assert p.chips == int(inst.chips.value)
         assert p.physical_cores_per_chip == chip.physical_cores
         assert p.hbm_per_chip == int(chip.hbm_capacity.value)
-        assert p.core_generation == chip.core.name
-        assert p.default_lnc == int(chip.default_lnc.value)
-    assert set(topology.PROFILES) == {i.name for i in hw.emulated_instances()}
+        assert p.core_name == chip.core.name
+        assert p.default_lnc == int(chip.default_lnc.value) == topo.lnc
+        assert topo.hbm_per_core == topo.core.hbm_capacity
+
+
+def test_the_neuroncore_version_is_a_table_field_not_parsed_from_its_name():
+    assert [c.core.version for c in hw.CHIPS.values()] == [2, 3, 4]
+    for c in hw.CHIPS.values():
+        assert c.core.name == f"NeuronCore-v{c.core.version}"
+
+
+def test_an_unknown_generation_is_an_error_naming_the_valid_ones():
+    valid = "valid: trn1, trn2, trn3"
+    for call in (
+        lambda: hw.chip("trn4"),
+        lambda: hw.logical_core("Trn2"),
+        lambda: hw.table_rows("trn9"),
+        # a mistyped table entry fails when the table is built, not when it is costed
+        lambda: dataclasses.replace(hw.INSTANCES["trn2.3xlarge"], generation="tnr2"),
+    ):
+        with pytest.raises(ValueError, match=f"unknown Trainium generation .*; {valid}$"):
+            call()
+    for call in (lambda: hw.instance("trn2.3xlage"), lambda: hw.target("trn2.3xlage", 2)):
+        with pytest.raises(ValueError, match="unknown instance 'trn2.3xlage'; valid: trn1.2x"):
+            call()
+
+
+def test_a_target_is_an_instance_and_one_logical_core_of_it():
+    t = hw.target("trn2.48xlarge")
+    assert t.instance is hw.INSTANCES["trn2.48xlarge"] and t.generation == "trn2"
+    assert (t.lnc, t.cores_per_chip, t.cores_per_instance) == (2, 4, 64)
+    assert hw.target("trn2.48xlarge", 1).cores_per_instance == 128
 
 
 def test_trn3_figures_apply_under_the_trn3_profile(py):

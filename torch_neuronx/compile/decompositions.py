@@ -21,9 +21,9 @@ from typing import Any
 import torch.fx.traceback as fx_traceback
 
 from . import legality
+from .legality import DECOMPOSED_FROM
 
-#: node.meta["custom"] key naming the ATen op a node was decomposed from
-DECOMPOSED_FROM = "neuron_decomposed_from"
+__all__ = ["DECOMPOSED_FROM", "neuron_decompositions"]
 
 _state = threading.local()
 

@@ -15,6 +15,11 @@ from dataclasses import dataclass
 import torch
 
 from torch_neuronx.eager import op_policy
+from torch_neuronx.runtime import op_names
+
+#: node.meta["custom"] key naming the ATen op a node was decomposed from (written by the
+#: decomposition table, compile/decompositions.py; read here)
+DECOMPOSED_FROM = "neuron_decomposed_from"
 
 
 class NeuronCompileError(RuntimeError):
@@ -45,12 +50,10 @@ def policy_fingerprint() -> str | None:
 
 
 def op_name(target) -> str | None:
-    """'aten::addmm' for an OpOverload / OpOverloadPacket target, else None."""
+    """'aten::addmm' (without overload) for an OpOverload / OpOverloadPacket target, else
+    None."""
     if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
-        schema_name = target._schema.name if isinstance(target, torch._ops.OpOverload) else None
-        if schema_name:
-            return schema_name
-        return f"{target._qualified_op_name}"
+        return op_names.strip_overload(op_names.op_name(target))
     return None
 
 
@@ -68,7 +71,7 @@ def _eager_decomposes(name: str, reason: str) -> bool:
     ``aten::_safe_softmax`` from scaled_dot_product_attention."""
     if reason != op_policy.DEFAULT_FALLBACK_REASON:
         return False  # explicitly listed as fallback/unsupported
-    qualname = name.split(".", 1)[0]
+    qualname = op_names.strip_overload(name)
     try:
         has = torch._C._dispatch_has_kernel_for_dispatch_key
         if has(qualname, "PrivateUse1"):
@@ -102,8 +105,6 @@ def eager_op_name(node: torch.fx.Node) -> str | None:
     """The op eager mode would have dispatched for this node: the op a decomposition came
     from, the in-place op a functionalised ``copy``/``*_copy`` stands for, or the node's own
     op. None for nodes that are not ATen kernels."""
-    from .decompositions import DECOMPOSED_FROM
-
     custom = node.meta.get("custom")
     if isinstance(custom, dict) and custom.get(DECOMPOSED_FROM):
         return custom[DECOMPOSED_FROM]

@@ -22,29 +22,34 @@ op_table.cpp) what its eager path needs, once, at import.
 
 from __future__ import annotations
 
+from torch_neuronx.runtime.engines import Engine
+from torch_neuronx.runtime.op_names import split, strip_overload
+
 NATIVE = "native"
 FALLBACK = "fallback"
 UNSUPPORTED = "unsupported"
 
 _STATUS_CODE = {NATIVE: 0, FALLBACK: 1, UNSUPPORTED: 2}
 
-# --- engines of a NeuronCore (docs/sources.md: the NKI architecture guide) ---------------------
-TENSOR_E = "TensorE"  # 128x128 systolic array: matmul, convolution, attention
-VECTOR_E = "VectorE"  # element-wise arithmetic, reductions, normalisation, pooling
-SCALAR_E = "ScalarE"  # activation functions (exp, tanh, gelu, ...), one input per element
-GPSIMD_E = "GpSimdE"  # programmable SIMD processors: gathers, scatters, indexing
-DMA = "DMA"  # DMA engines: copies, layout changes and creation, no arithmetic
-CC_CORE = "CC-Core"  # collective-communication cores
-HOST_CPU = "CPU"  # not on the NeuronCore: CPU fallbacks run on the host
-ENGINES = (TENSOR_E, VECTOR_E, SCALAR_E, GPSIMD_E, DMA, CC_CORE, HOST_CPU)
+# --- engines of a NeuronCore: runtime/engines.py (docs/sources.md: the NKI architecture guide)
+#: the engines an op's work may land on (CPU fallbacks: Engine.host)
+ENGINES = (
+    Engine.tensor,
+    Engine.vector,
+    Engine.scalar,
+    Engine.gpsimd,
+    Engine.dma,
+    Engine.collective,
+    Engine.host,
+)
 
 # --- native inventory, grouped by the NeuronCore engine that does the work ------------------
 # (title, engine, op names). The title is the reason users see ("native: <title>"); a title may
 # span two groups when its ops land on different engines (convolution vs. pooling).
-_NATIVE_GROUPS: list[tuple[str, str, str]] = [
+_NATIVE_GROUPS: list[tuple[str, Engine, str]] = [
     (
         "element-wise unary (ScalarE/VectorE)",
-        SCALAR_E,
+        Engine.scalar,
         """
         abs absolute acos acosh asin asinh atan atanh ceil cos cosh deg2rad digamma erf erfc
         erfinv exp exp2 expm1 floor frac lgamma log log10 log1p log2 logit neg negative
@@ -58,7 +63,7 @@ _NATIVE_GROUPS: list[tuple[str, str, str]] = [
     ),
     (
         "element-wise binary / ternary",
-        VECTOR_E,
+        Engine.vector,
         """
         add sub subtract rsub mul multiply div divide true_divide floor_divide remainder fmod pow
         float_power atan2 arctan2 hypot maximum minimum fmax fmin copysign nextafter ldexp
@@ -69,7 +74,7 @@ _NATIVE_GROUPS: list[tuple[str, str, str]] = [
     ),
     (
         "activation / loss backward (VectorE)",
-        VECTOR_E,
+        Engine.vector,
         """
         threshold_backward gelu_backward silu_backward sigmoid_backward tanh_backward
         hardtanh_backward elu_backward softplus_backward leaky_relu_backward hardswish_backward
@@ -82,7 +87,7 @@ _NATIVE_GROUPS: list[tuple[str, str, str]] = [
     ),
     (
         "matmul family (TensorE)",
-        TENSOR_E,
+        Engine.tensor,
         """
         mm bmm addmm addbmm baddbmm mv addmv dot vdot matmul linear linear_backward addr outer
         _addmm_activation einsum tensordot _scaled_dot_product_flash_attention_for_cpu
@@ -91,7 +96,7 @@ _NATIVE_GROUPS: list[tuple[str, str, str]] = [
     ),
     (
         "reductions",
-        VECTOR_E,
+        Engine.vector,
         """
         sum mean nansum prod amax amin max min aminmax argmax argmin all any logsumexp norm
         linalg_vector_norm std var std_mean var_mean count_nonzero cumsum cumprod cummax cummin
@@ -101,7 +106,7 @@ _NATIVE_GROUPS: list[tuple[str, str, str]] = [
     ),
     (
         "normalisation",
-        VECTOR_E,
+        Engine.vector,
         """
         native_layer_norm native_layer_norm_backward _fused_rms_norm _fused_rms_norm_backward
         native_batch_norm native_batch_norm_backward _native_batch_norm_legit
@@ -112,7 +117,7 @@ _NATIVE_GROUPS: list[tuple[str, str, str]] = [
     ),
     (
         "convolution and pooling",
-        TENSOR_E,
+        Engine.tensor,
         """
         convolution convolution_backward _convolution convolution_overrideable
         convolution_backward_overrideable _slow_conv2d_forward _slow_conv2d_backward
@@ -121,7 +126,7 @@ _NATIVE_GROUPS: list[tuple[str, str, str]] = [
     ),
     (
         "convolution and pooling",
-        VECTOR_E,
+        Engine.vector,
         """
         max_pool2d_with_indices max_pool2d_with_indices_backward max_pool3d_with_indices
         max_pool3d_with_indices_backward avg_pool2d avg_pool2d_backward avg_pool3d
@@ -136,11 +141,11 @@ _NATIVE_GROUPS: list[tuple[str, str, str]] = [
         _upsample_nearest_exact1d_backward _upsample_nearest_exact2d_backward
         _upsample_nearest_exact3d_backward""",
     ),
-    ("convolution and pooling", DMA, "im2col col2im"),  # patch rearrangement: data movement
+    ("convolution and pooling", Engine.dma, "im2col col2im"),  # patch rearrangement: data movement
     # Random bits and the dropout mask multiply are element-wise work.
     (
         "dropout and random (RNG engine)",
-        VECTOR_E,
+        Engine.vector,
         """
         native_dropout native_dropout_backward bernoulli normal uniform random randperm
         exponential geometric cauchy log_normal multinomial rand randn randint rand_like
@@ -148,7 +153,7 @@ _NATIVE_GROUPS: list[tuple[str, str, str]] = [
     ),
     (
         "embedding, indexing, scatter/gather (DMA + GpSimd)",
-        GPSIMD_E,
+        Engine.gpsimd,
         """
         embedding embedding_dense_backward embedding_backward _embedding_bag
         _embedding_bag_backward _embedding_bag_dense_backward _embedding_bag_per_sample_weights_backward
@@ -159,7 +164,7 @@ _NATIVE_GROUPS: list[tuple[str, str, str]] = [
     ),
     (
         "shape, layout, creation and copies",
-        DMA,
+        Engine.dma,
         """
         empty empty_like empty_strided new_empty new_empty_strided view as_strided
         _reshape_alias unfold resize_ set_ copy_ _copy_from _copy_from_and_resize _to_copy clone
@@ -180,7 +185,7 @@ _NATIVE_GROUPS: list[tuple[str, str, str]] = [
     ),
     (
         "optimizers and AMP (fused / foreach kernels)",
-        VECTOR_E,
+        Engine.vector,
         """
         _foreach_add _foreach_add_ _foreach_sub _foreach_sub_ _foreach_mul _foreach_mul_
         _foreach_div _foreach_div_ _foreach_addcmul _foreach_addcmul_ _foreach_addcdiv
@@ -196,7 +201,7 @@ _NATIVE_GROUPS: list[tuple[str, str, str]] = [
     ),
     (
         "attention and recurrent cells",
-        TENSOR_E,
+        Engine.tensor,
         """
         _native_multi_head_attention _transform_bias_rescale_qkv _masked_softmax
         _masked_softmax_backward _thnn_fused_lstm_cell _thnn_fused_gru_cell
@@ -204,7 +209,7 @@ _NATIVE_GROUPS: list[tuple[str, str, str]] = [
     ),
     (
         "collectives (distributed communication ops)",
-        CC_CORE,
+        Engine.collective,
         """
         _c10d_functional::all_reduce _c10d_functional::all_reduce_
         _c10d_functional::all_gather_into_tensor _c10d_functional::reduce_scatter_tensor
@@ -327,10 +332,25 @@ METADATA_ONLY: frozenset[str] = frozenset(
     _functional_sym_constrain_range_for_size""".split()
 )
 
+# Ops whose output shape depends on the values of their inputs: the host must read a count from
+# the device (a host sync) before it can go on. The one list: torch_neuronx.evaluate reads it in
+# both its modes (evaluate/collector.py on a measured run, evaluate/fake.py on a fake-tensor
+# projection), through is_data_dependent. Every entry is an ATen op that reaches the device
+# kernel (no CompositeImplicitAutograd kernel), so both modes see the same ops: argwhere
+# decomposes into nonzero, torch.unique calls _unique2 / unique_dim (there is no aten::unique).
+# repeat_interleave.Tensor (repeats given as a tensor) sizes its output by their sum; bincount
+# by the largest input value.
+DATA_DEPENDENT: frozenset[str] = frozenset(
+    f"aten::{n}"
+    for n in """
+    nonzero masked_select _unique _unique2 unique_consecutive unique_dim unique_dim_consecutive
+    repeat_interleave bincount""".split()
+)
 
-def _build() -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
+
+def _build() -> tuple[dict[str, tuple[str, str]], dict[str, Engine]]:
     table: dict[str, tuple[str, str]] = {}
-    engines: dict[str, str] = {}
+    engines: dict[str, Engine] = {}
     for group, engine, names in _NATIVE_GROUPS:
         for n in names.split():
             key = n if "::" in n else f"aten::{n}"
@@ -338,17 +358,17 @@ def _build() -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
             engines[key] = engine
     for n in _NATIVE_EXTRA:
         table[f"aten::{n}"] = (NATIVE, "native: FFT primitive (c2c/r2c/c2r), lowered to TensorE")
-        engines[f"aten::{n}"] = TENSOR_E
+        engines[f"aten::{n}"] = Engine.tensor
     for n, reason in _FALLBACK.items():
         table[f"aten::{n}"] = (FALLBACK, reason)
-        engines[f"aten::{n}"] = HOST_CPU
+        engines[f"aten::{n}"] = Engine.host
     for n, reason in _UNSUPPORTED.items():
         table[n] = (UNSUPPORTED, reason)
     return table, engines
 
 
 TABLE: dict[str, tuple[str, str]]
-_ENGINE: dict[str, str]
+_ENGINE: dict[str, Engine]
 TABLE, _ENGINE = _build()
 
 
@@ -371,7 +391,7 @@ def _table_key(op_name: str) -> str | None:
     for an in-place variant; None when the table does not name it."""
     if op_name in TABLE:
         return op_name
-    base = op_name.split(".", 1)[0]
+    base = strip_overload(op_name)
     for key in (base, _strip_inplace(base)):
         if key in TABLE:
             return key
@@ -383,25 +403,31 @@ def policy_for(op_name: str) -> tuple[str, str]:
     key = _table_key(op_name)
     if key is not None:
         return TABLE[key]
-    base = op_name.split(".", 1)[0]
+    base = strip_overload(op_name)
     if not base.startswith("aten::") and "::" in base and not base.startswith("_c10d"):
         return NATIVE, "custom op: runs as registered by its library"
     return FALLBACK, DEFAULT_FALLBACK_REASON
 
 
-def engine_for(op_name: str) -> str | None:
-    """The NeuronCore engine that does `op_name`'s work (one of ENGINES): e.g. "TensorE" for
-    "aten::mm", "CPU" for an op that runs via CPU fallback. None when it is unknown (custom
-    ops) or the op cannot run on neuron (unsupported)."""
+def engine_for(op_name: str) -> Engine | None:
+    """The NeuronCore engine that does `op_name`'s work (one of ENGINES): e.g. Engine.tensor
+    (TensorE) for "aten::mm", Engine.host (CPU) for an op that runs via CPU fallback. None when
+    it is unknown (custom ops) or the op cannot run on neuron (unsupported)."""
     key = _table_key(op_name)
     if key is not None:
         return _ENGINE.get(key)  # unsupported ops have no engine
-    return HOST_CPU if policy_for(op_name)[0] == FALLBACK else None
+    return Engine.host if policy_for(op_name)[0] == FALLBACK else None
 
 
 def is_metadata_only(op_name: str) -> bool:
     """True for shape/metadata queries and runtime asserts ("aten::sym_size.int"): no kernel."""
-    return op_name.split(".", 1)[0] in METADATA_ONLY
+    return strip_overload(op_name) in METADATA_ONLY
+
+
+def is_data_dependent(op_name: str) -> bool:
+    """True for an op whose output shape depends on its input values (DATA_DEPENDENT), e.g.
+    "aten::nonzero" or "aten::repeat_interleave.Tensor"."""
+    return strip_overload(op_name) in DATA_DEPENDENT
 
 
 def all_aten_ops() -> list[str]:
@@ -409,7 +435,7 @@ def all_aten_ops() -> list[str]:
     import torch
 
     names = {
-        n.split(".", 1)[0] for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")
+        strip_overload(n) for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")
     }
     return sorted(names)
 
@@ -429,14 +455,14 @@ def push_to_driver() -> None:
 
     from torch_neuronx import _C
 
-    names = {n.split(".", 1)[0] for n in torch._C._dispatch_get_all_op_names()}
+    names = {strip_overload(n) for n in torch._C._dispatch_get_all_op_names()}
     names.update(k for k in TABLE if "." in k)
     keeps_64_bits = DATA_MOVEMENT | CREATION_FROM_NUMBERS
     names.update(MIXED_DEVICE_OK | keeps_64_bits)
     entries = []
     for name in names:
         status, reason = policy_for(name)
-        base = name.split(".", 1)[0]
+        base = strip_overload(name)
         # an in-place variant moves bits when its functional op does (eq_ like eq)
         moves_bits = base in keeps_64_bits or _strip_inplace(base) in keeps_64_bits
         entries.append((name, _STATUS_CODE[status], reason, base in MIXED_DEVICE_OK, moves_bits))
@@ -446,8 +472,7 @@ def push_to_driver() -> None:
 def _returns_view(full_name: str) -> bool:
     import torch
 
-    ns, _, rest = full_name.partition("::")
-    name, _, overload = rest.partition(".")
+    ns, name, overload = split(full_name)
     try:
         packet = getattr(getattr(torch.ops, ns), name)
         schema = getattr(packet, overload or "default")._schema

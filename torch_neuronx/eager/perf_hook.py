@@ -5,16 +5,25 @@ While the model is recording, the C++ driver (csrc/runtime/perf_hook.h) reports 
 neuron c10d backend; ``torch_neuronx.perf`` switches the C++ flag on and off through the setter
 registered here. This layer supplies what the perf layer must not import: the engine each op
 runs on, from the op policy table.
+
+The driver holds one callback, this module's; other code that wants to see each op the driver
+reports (the migration report, ``torch_neuronx.evaluate``) subscribes with
+:func:`add_op_observer` / :func:`remove_op_observer` instead of replacing it, so observers
+nest and the performance model keeps counting. Observers are called only while the model
+records (the driver reports nothing otherwise), before the op's cost is recorded.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 
 from torch_neuronx import _C
 from torch_neuronx.perf import clock, transfers
+from torch_neuronx.runtime.engines import Engine
+from torch_neuronx.runtime.op_names import strip_overload
 
-from .op_policy import CC_CORE, HOST_CPU, engine_for
+from .op_policy import engine_for
 
 #: ops whose work is a transfer between host and device (or between devices)
 _COPIES = {"aten::_copy_from", "aten::_copy_from_and_resize", "aten::copy_", "aten::_to_copy"}
@@ -72,7 +81,31 @@ def _collective(device: int, op_name: str, args) -> None:
         perf_record.collective(device, name, nbytes, ranks)
 
 
+_observers: tuple = ()  # callables (op_name, device, args, outputs, host_ns, fallback)
+_observers_lock = threading.Lock()  # replaced whole under it: _on_op reads it without one
+
+
+def add_op_observer(fn) -> None:
+    """Calls ``fn(op_name, device, args, outputs, host_ns, fallback)`` for each op the driver
+    reports from now on (while the performance model records), before the op is costed."""
+    global _observers
+    with _observers_lock:
+        _observers = (*_observers, fn)
+
+
+def remove_op_observer(fn) -> None:
+    """Stops calling ``fn`` (added by :func:`add_op_observer`; absent: nothing happens)."""
+    global _observers
+    with _observers_lock:
+        obs = list(_observers)
+        if fn in obs:
+            obs.remove(fn)
+        _observers = tuple(obs)
+
+
 def _on_op(op_name: str, device: int, args, outputs, host_ns: int, fallback: bool) -> None:
+    for fn in _observers:
+        fn(op_name, device, args, outputs, host_ns, fallback)
     if not clock.recording():
         return
     global perf_record
@@ -81,7 +114,7 @@ def _on_op(op_name: str, device: int, args, outputs, host_ns: int, fallback: boo
     if op_name.startswith("c10d::"):
         _collective(device, op_name, args)
         return
-    name = op_name.split(".", 1)[0]
+    name = strip_overload(op_name)
     if name in perf_record.SELF_COSTED:  # records its own cost (e.g. an NKI kernel)
         return
     if name in _COPIES:
@@ -89,17 +122,15 @@ def _on_op(op_name: str, device: int, args, outputs, host_ns: int, fallback: boo
     elif name == "aten::_local_scalar_dense":  # .item(): a device -> host read of one element
         t = _first_tensor(args)
         perf_record.copy(device, transfers.D2H, t.element_size() if t is not None else 4)
-    elif _engine(op_name) == CC_CORE:
+    elif _engine(op_name) == Engine.collective:
         return  # the c10d kernels underneath report the collective itself
-    elif fallback or _engine(op_name) == HOST_CPU:
+    elif fallback or _engine(op_name) == Engine.host:
         perf_record.fallback_op(device, op_name, args, outputs, host_ns * 1e-9)
     else:
         perf_record.op(device, op_name, args, outputs, _engine(op_name))
 
 
 def install() -> None:
-    """Registers the callback and the flag setter (a driver built without the hook: no-op)."""
-    if not hasattr(_C, "_set_perf_callback"):
-        return
+    """Registers the callback and the flag setter with the driver."""
     _C._set_perf_callback(_on_op)
     clock.set_native_flag(_C._perf_set_enabled)

@@ -18,6 +18,7 @@ import torch
 
 from torch_neuronx import _C
 from torch_neuronx.runtime import patches
+from torch_neuronx.runtime.devices import is_initialized
 
 _warned: set[str] = set()
 
@@ -38,7 +39,7 @@ def _neuron_tensors_may_exist() -> bool:
     """False while no neuron tensor can exist yet: the driver initialises the device at its
     first allocation. This keeps the checks below off a CPU-only program's path. (Under
     Dynamo tracing the checks run as written: they are plain Python that Dynamo can trace.)"""
-    return torch.compiler.is_compiling() or _C._is_initialized()
+    return torch.compiler.is_compiling() or is_initialized()
 
 
 def _is_neuron(x) -> bool:

@@ -17,6 +17,7 @@ from torch_neuronx._version import __version__
 from torch_neuronx.perf import events as ev
 from torch_neuronx.perf import target as perf_target
 from torch_neuronx.runtime import hardware
+from torch_neuronx.runtime.op_names import strip_overload
 
 SCHEMA = "torch-neuronx-evaluate"
 SCHEMA_VERSION = 2  # 2: placement.unsupported_features rows are objects (was strings)
@@ -52,7 +53,7 @@ def placement(c) -> dict:
     rows = c.fallback.rows()
     for r in rows:
         r["modeled_s"] = c.fallback_time_s.get(
-            r["name"].split(".", 1)[0], 0.0
+            strip_overload(r["name"]), 0.0
         ) + c.fallback_time_s.get(r["name"], 0.0)
     return {
         "native_calls": native,
@@ -268,7 +269,7 @@ def memory_fit(
         cap = p.hbm_per_core
         row = {
             "profile": p.key,
-            "instance": p.instance,
+            "instance": p.instance_name,
             "lnc": p.lnc,
             "hbm_per_core": cap,
             "fits_one_core": peak <= cap,
@@ -366,7 +367,7 @@ def projection_row(
     instances = max(1, math.ceil(ranks * cores_per_replica / p.cores))
     row = {
         "profile": p.key,
-        "instance": p.instance,
+        "instance": p.instance_name,
         "lnc": p.lnc,
         "cores_per_instance": p.cores,
         "step_s": step_s,
@@ -393,7 +394,7 @@ def projection_row(
         row["usd_per_1000_steps"] = None
         if price is None:
             row["price_note"] = (
-                "no price for this instance: pass --price " + p.instance + "=USD_PER_HOUR"
+                "no price for this instance: pass --price " + p.instance_name + "=USD_PER_HOUR"
             )
     return row
 

@@ -260,8 +260,6 @@ def merge_ranks(out_dir: str, world: int, own: dict, timeout_s: float = 120.0) -
 def _fake_cmd(args, profs, work, fail_on) -> int:
     import runpy
 
-    import torch
-
     from . import build, callsite, fake, render_text
     from .collector import StepLimitReached
     from .session import write
@@ -286,7 +284,6 @@ def _fake_cmd(args, profs, work, fail_on) -> int:
     saved_argv = sys.argv
     sys.argv = [script, *args.args]
     t0 = time.perf_counter()
-    real_backward = torch.Tensor.backward
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
     hook = register_optimizer_step_post_hook(_end_step)
@@ -315,7 +312,6 @@ def _fake_cmd(args, profs, work, fail_on) -> int:
             static = fake.static_bytes(params, optimizers)
     finally:
         hook.remove()
-        torch.Tensor.backward = real_backward
         sys.argv = saved_argv
     rep["fake_projection"] = fake.project(
         rec, profs, dp=args.fsdp, tp=args.tp, static=static, work=work

@@ -5,9 +5,9 @@ One :class:`Collector` watches a region (a script, or N steps of a model) and ke
 - **placement**: every eager op the driver runs (native or CPU fallback), with the user source
   lines of fallbacks; policy deviations (float64 arithmetic run in float32, ops under autocast)
   with call sites; unsupported features met (``eager/unsupported_features.report``, observed
-  for the region). Source: the driver's per-op callback (``_C._set_perf_callback``), which the
-  collector wraps for the duration of the region and forwards to the performance model's own
-  hook (``eager/perf_hook.py``), so modeled costs are unchanged;
+  for the region). Source: the driver's per-op callback, which the collector observes for the
+  duration of the region (``eager/perf_hook.add_op_observer``: the performance model's own hook
+  keeps costing each op, and nested collectors each see every op);
 - **host synchronisation**: every device-to-host read, classified by the call that made it:
   the Python-level reads (``.item()``, ``float()``, ``bool()``, ``.tolist()``, ``.cpu()``,
   ``.to("cpu")``, printing) through wrapped ``torch.Tensor`` methods (``host_reads.py``), any
@@ -28,6 +28,7 @@ One :class:`Collector` watches a region (a script, or N steps of a model) and ke
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import re
 import threading
@@ -36,29 +37,19 @@ import time
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
-from torch_neuronx import _C
 from torch_neuronx import metrics as _metrics
 from torch_neuronx.eager import perf_hook
-from torch_neuronx.eager.op_policy import HOST_CPU, engine_for
+from torch_neuronx.eager.op_policy import engine_for, is_data_dependent
 from torch_neuronx.perf import clock, recost
 from torch_neuronx.perf import events as ev
 from torch_neuronx.perf import target as perf_target
+from torch_neuronx.runtime import patches
+from torch_neuronx.runtime.engines import Engine
+from torch_neuronx.runtime.op_names import strip_overload
 
 from . import host_reads
 from .callsite import source_line, user_site
 
-#: ops whose output shape depends on the data: the host must read a count before it can go on
-DATA_DEPENDENT = {
-    "aten::nonzero",
-    "aten::masked_select",
-    "aten::unique",
-    "aten::_unique",
-    "aten::_unique2",
-    "aten::unique_consecutive",
-    "aten::unique_dim",
-    "aten::repeat_interleave",
-    "aten::argwhere",
-}
 _MAX_SITES = 8
 
 
@@ -163,8 +154,7 @@ class Collector:
         self.autocast = _Sites()
         self.unsupported = _Sites()  # feature -> call sites
         self.unsupported_advice: dict = {}
-        self._real_unsupported = None
-        self._real_autocast = None
+        self._patches = contextlib.ExitStack()  # the scoped patches of the region
         self.op_time: dict = {}  # (kind, name) -> [count, modeled s, flops, bytes]
         self.op_projected: dict = collections.defaultdict(
             collections.Counter
@@ -202,8 +192,7 @@ class Collector:
         self._on_op_cb = _untraced(self._on_op)
         clock.add_listener(self._on_event_cb)
         clock.acquire()
-        if hasattr(_C, "_set_perf_callback"):
-            _C._set_perf_callback(self._on_op_cb)
+        perf_hook.add_op_observer(self._on_op_cb)
         self._hooks.append(register_optimizer_step_post_hook(self._after_optimizer_step))
         host_reads.watch(self._on_host_read)
         self._watch_unsupported()
@@ -219,20 +208,11 @@ class Collector:
         if not self._active:
             return
         self._active = False
-        if hasattr(_C, "_set_perf_callback"):
-            _C._set_perf_callback(perf_hook._on_op)
+        perf_hook.remove_op_observer(self._on_op_cb)
         clock.release()
         clock.remove_listener(self._on_event_cb)
         host_reads.unwatch(self._on_host_read)
-        if self._real_autocast is not None:
-            cls = torch.amp.autocast_mode.autocast
-            cls.__enter__, cls.__exit__ = self._real_autocast
-            self._real_autocast = None
-        if self._real_unsupported is not None:
-            from torch_neuronx.eager import unsupported_features
-
-            unsupported_features.report = self._real_unsupported
-            self._real_unsupported = None
+        self._patches.close()
         for h in self._hooks:
             h.remove()
         self._hooks.clear()
@@ -286,8 +266,15 @@ class Collector:
                     coll.unsupported_advice[feature] = advice
             return real(feature, advice)
 
-        self._real_unsupported = real
-        unsupported_features.report = report
+        self._patches.enter_context(
+            patches.scoped(
+                unsupported_features,
+                "report",
+                report,
+                reason="torch_neuronx.evaluate: each unsupported feature's call sites, for the "
+                "report (the eager layer warns once per process)",
+            )
+        )
 
     def _watch_autocast(self) -> None:
         """Tracks ``torch.autocast`` regions per thread: the ops of a neuron region that produce
@@ -309,8 +296,9 @@ class Collector:
                 local.autocast = local.autocast[:-1]
             return real_exit(am, *exc)
 
-        self._real_autocast = (real_enter, real_exit)
-        cls.__enter__, cls.__exit__ = __enter__, __exit__
+        why = "torch_neuronx.evaluate: the autocast regions of each thread, for the report"
+        self._patches.enter_context(patches.scoped(cls, "__enter__", __enter__, reason=why))
+        self._patches.enter_context(patches.scoped(cls, "__exit__", __exit__, reason=why))
 
     def _on_host_read(self, kind: str, site: str) -> None:
         """A Python-level read of a device tensor (``host_reads``): its kind and call site."""
@@ -388,10 +376,9 @@ class Collector:
             )
         )
 
-    # -- per-op callback (wraps the perf model's eager hook) -------------------------------
+    # -- per-op observer (of the perf model's eager hook; called before the op is costed) ----
     def _on_op(self, op_name, device, args, outputs, host_ns, fallback) -> None:
         self._thread.op = op_name  # names the transfer events this op records (below)
-        perf_hook._on_op(op_name, device, args, outputs, host_ns, fallback)
         if self._internal or not self._active:
             return
         try:
@@ -402,16 +389,16 @@ class Collector:
     def _account_op(self, op_name, device, args, outputs, fallback) -> None:
         self.touched_neuron = True
         self.devices_seen.add(device)
-        base = op_name.split(".", 1)[0]
+        base = strip_overload(op_name)
         engine = engine_for(op_name)
         with self._lock:
             self._cur.ops += 1
-            if fallback or engine == HOST_CPU:
+            if fallback or engine == Engine.host:
                 self._cur.fallbacks += 1
                 self.fallback.add(op_name, user_site(3))
             else:
                 self.placement_native[op_name] += 1
-            if base in DATA_DEPENDENT:
+            if is_data_dependent(base):
                 self.data_dependent.add(base, user_site(3))
                 self._cur.host_syncs += 1
             if any(

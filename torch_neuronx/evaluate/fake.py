@@ -33,30 +33,20 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from torch_neuronx.eager.op_policy import HOST_CPU, engine_for
+from torch_neuronx.eager.op_policy import engine_for, is_data_dependent
 from torch_neuronx.perf import events as ev
 from torch_neuronx.perf import report as perf_report
 from torch_neuronx.perf import roofline
 from torch_neuronx.perf import work as wk
 from torch_neuronx.perf.collectives import collective_cost
+from torch_neuronx.runtime import patches
+from torch_neuronx.runtime.engines import Engine
+from torch_neuronx.runtime.op_names import op_name, strip_overload
 
 from .callsite import source_line, user_site
 from .collector import StepLimitReached
 
 _SCALAR_READS = {"aten::_local_scalar_dense", "aten::item"}
-_DATA_DEP = {
-    "aten::nonzero",
-    "aten::masked_select",
-    "aten::unique",
-    "aten::_unique2",
-    "aten::unique_consecutive",
-}
-
-
-def _driver_name(func) -> str:
-    """The driver's name of an op: "aten::mm" for a default overload, else "aten::add.Tensor"."""
-    name = f"{func.namespace}::{func._opname}"
-    return name if func._overloadname == "default" else f"{name}.{func._overloadname}"
 
 
 class FakeStepRecorder(TorchDispatchMode):
@@ -102,11 +92,8 @@ class FakeStepRecorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        name = (
-            f"aten::{func._opname}"
-            if func.namespace == "aten"
-            else f"{func.namespace}::{func._opname}"
-        )
+        full = op_name(func)  # the driver's name: "aten::mm", "aten::add.Tensor"
+        name = strip_overload(full)
         if name in _SCALAR_READS:
             t = args[0]
             if t.device.type != "neuron":  # e.g. an optimizer's step count on the host: the fake
@@ -121,7 +108,7 @@ class FakeStepRecorder(TorchDispatchMode):
             return False if t.dtype == torch.bool else (1 if not t.is_floating_point() else 1.0)
         if (
             self.stop_at_next_step
-            and not perf_report._is_view_op(_driver_name(func))
+            and not perf_report._is_view_op(full)
             and any(isinstance(a, torch.Tensor) and a.device.type == "neuron" for a in args)
         ):
             raise StepLimitReached(1)  # the next step's first device op: one step traced
@@ -136,12 +123,11 @@ class FakeStepRecorder(TorchDispatchMode):
             not (self.recording and on_neuron) or func.namespace != "aten"
         ):  # prim::device etc.: no work
             return out
-        full = _driver_name(func)
         self.ops += 1
-        if name in _DATA_DEP:
+        if is_data_dependent(name):
             self.data_dependence[user_site(3)] += 1
         eng = engine_for(full)
-        if eng == HOST_CPU:
+        if eng == Engine.host:
             self.fallbacks[full] += 1
             return out
         if name in ("aten::_to_copy", "aten::copy_", "aten::_copy_from") or perf_report._is_view_op(
@@ -158,7 +144,6 @@ class FakeStepRecorder(TorchDispatchMode):
 @contextlib.contextmanager
 def fake_session():
     """Everything a script creates inside is fake; yields the :class:`FakeStepRecorder`."""
-    real_compile = torch.compile
 
     def _compile(model=None, **kw):  # returns the model unchanged (see the module doc)
         if model is None:
@@ -166,7 +151,6 @@ def fake_session():
         return model
 
     rec = FakeStepRecorder()
-    real_apply = torch.nn.Module._apply
     depth = [0]
     memo: dict = {}
 
@@ -205,15 +189,24 @@ def fake_session():
                 memo.clear()
                 rec.reset_peak()
 
-    torch.compile = _compile
-    torch.nn.Module._apply = _apply
-    try:
-        with FakeTensorMode(allow_non_fake_inputs=True):
-            with rec:
-                yield rec
-    finally:
-        torch.nn.Module._apply = real_apply
-        torch.compile = real_compile
+    with (
+        patches.scoped(
+            torch,
+            "compile",
+            _compile,
+            reason="torch_neuronx.evaluate --fake: the traced step runs eager on fake tensors",
+        ),
+        patches.scoped(
+            torch.nn.Module,
+            "_apply",
+            _apply,
+            reason="torch_neuronx.evaluate --fake: moves a module's fake parameters by "
+            "replacing them (PyTorch swaps them in place, which fake tensors refuse)",
+        ),
+        FakeTensorMode(allow_non_fake_inputs=True),
+        rec,
+    ):
+        yield rec
 
 
 def project(

@@ -1,9 +1,10 @@
 """Which Python call read a device tensor on the host: the kind of each host sync, observed.
 
 While an evaluation runs, the ``torch.Tensor`` methods through which Python code reads device
-values are wrapped (the class attributes are replaced, and restored when the last evaluation
-ends): ``.item()``, ``float()`` / ``int()`` / ``complex()``, ``bool()`` (an ``if`` or
-``while`` on a tensor), ``.tolist()``, ``.cpu()``, ``.to("cpu")`` and printing (``repr`` /
+values are wrapped (the class attributes are replaced through ``runtime.patches.scoped``,
+listed by ``patches.installed()`` meanwhile, and restored when the last evaluation ends):
+``.item()``, ``float()`` / ``int()`` / ``complex()``, ``bool()`` (an ``if`` or ``while`` on a
+tensor), ``.tolist()``, ``.cpu()``, ``.to("cpu")`` and printing (``repr`` /
 ``str`` / ``format``, which ``print``, f-strings and logging call). A wrapper that sees a plain
 neuron tensor reports the read with its kind and the user's call site, then runs the real
 method; reads nested inside it (printing calls ``.tolist()``) are the same read. (``.numpy()``
@@ -17,9 +18,12 @@ Only plain ``torch.Tensor`` / ``Parameter`` objects count: fake tensors (compila
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import torch
+
+from torch_neuronx.runtime import patches
 
 from .callsite import user_site
 
@@ -40,7 +44,7 @@ KINDS = {
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 _state = threading.local()  # .depth: inside a wrapped read on this thread
 _sinks: list = []  # callables (kind, site) of the active evaluations (innermost last)
-_saved: dict = {}  # attribute -> (was in Tensor.__dict__, original)
+_scope = contextlib.ExitStack()  # the scoped patches while any evaluation watches
 _lock = threading.Lock()
 
 
@@ -91,9 +95,16 @@ def watch(sink) -> None:
     with _lock:
         if not _sinks:
             for name, kind in KINDS.items():
-                original = getattr(torch.Tensor, name)
-                _saved[name] = (name in torch.Tensor.__dict__, original)
-                setattr(torch.Tensor, name, _wrap(name, kind, original))
+                wrapper = _wrap(name, kind, getattr(torch.Tensor, name))
+                _scope.enter_context(
+                    patches.scoped(
+                        torch.Tensor,
+                        name,
+                        wrapper,
+                        reason=f"torch_neuronx.evaluate: reports each {kind} of a neuron "
+                        "tensor with its call site (host reads, for the report)",
+                    )
+                )
         _sinks.append(sink)
 
 
@@ -103,9 +114,4 @@ def unwatch(sink) -> None:
         if sink in _sinks:
             _sinks.remove(sink)
         if not _sinks:
-            for name, (own, original) in _saved.items():
-                if own:
-                    setattr(torch.Tensor, name, original)
-                else:
-                    delattr(torch.Tensor, name)
-            _saved.clear()
+            _scope.close()

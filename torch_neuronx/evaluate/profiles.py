@@ -1,8 +1,10 @@
 """The instance profiles a report projects onto, and their prices.
 
-A profile is (instance, LNC): one logical NeuronCore of that instance runs one rank. The
-figures (peak FLOP/s, HBM capacity and bandwidth, prices) come from the hardware table
-(``torch_neuronx.runtime.hardware``); prices may be overridden by the caller."""
+A profile is a target (an instance and its LNC: one logical NeuronCore of that instance runs
+one rank) plus a price. The target is the hardware table's own ``hardware.Target``
+(``torch_neuronx.runtime.hardware``), the same type the emulated process runs on, so a
+projection and the emulation cannot read different figures; prices may be overridden by the
+caller."""
 
 from __future__ import annotations
 
@@ -19,15 +21,23 @@ DEFAULT_INSTANCES = ("trn2.3xlarge", "trn2.48xlarge", "trn3.3xlarge")
 
 @dataclasses.dataclass(frozen=True)
 class Profile:
-    instance: str
-    lnc: int
+    """A target plus a price."""
+
     target: Target
     price_usd_per_hour: float | None
     price_source: str
 
     @property
+    def instance_name(self) -> str:
+        return self.target.instance.name
+
+    @property
+    def lnc(self) -> int:
+        return self.target.lnc
+
+    @property
     def key(self) -> str:
-        return f"{self.instance}/lnc{self.lnc}"
+        return f"{self.instance_name}/lnc{self.lnc}"
 
     @property
     def cores(self) -> int:
@@ -77,14 +87,12 @@ def profiles(instances=None, lnc=None, prices=None) -> list:
     names = list(instances or DEFAULT_INSTANCES)
     out = []
     for name in names:
-        if name not in hardware.INSTANCES:
-            raise ValueError(f"unknown instance {name!r}; valid: {', '.join(hardware.INSTANCES)}")
-        inst = hardware.instance(name)
-        allowed = sorted(hardware.CHIPS[inst.generation].lnc_allowed)
+        inst = hardware.instance(name)  # an unknown name is an error naming the valid ones
+        allowed = sorted(inst.chip.lnc_allowed)
         for n in allowed if lnc is None else [x for x in allowed if x == lnc]:
             price = hardware.price_per_hour(name, prices.get(name))
             src = "passed by the caller" if name in prices else inst.price_usd_per_hour.note
-            out.append(Profile(name, n, for_instance(name, n), price, src))
+            out.append(Profile(for_instance(name, n), price, src))
     if not out:
         raise ValueError(f"no profile: LNC {lnc} is not allowed on {', '.join(names)}")
     return out

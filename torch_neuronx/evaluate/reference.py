@@ -35,6 +35,7 @@ reference device: an autocast region is a deviation by policy the report lists).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -47,6 +48,8 @@ import time
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from torch_neuronx.runtime import patches
 
 _NEURON = re.compile(r"^neuron(:\d+)?$")
 
@@ -250,20 +253,31 @@ def run_child(device: str | None, script: str, args: list, ordinals, explicit, s
 
     from . import session
     from .collector import StepLimitReached
+    from .runner import LOSS_WATCH
 
     rec = _StepRecorder(ordinals, explicit, steps)
     out = {"device": device or "neuron", "status": "ok", "error": None}
     sys.argv = [script, *args]
     sys.path.insert(0, os.path.dirname(script))
-    torch.compile = _passthrough_compile
-    real_backward = torch.Tensor.backward
 
     def backward(self, *a, **k):  # the step's loss, as in runner.py
         if self.numel() == 1:
             rec.pending_loss = self
         return real_backward(self, *a, **k)
 
-    torch.Tensor.backward = backward
+    scope = contextlib.ExitStack()
+    scope.enter_context(
+        patches.scoped(
+            torch,
+            "compile",
+            _passthrough_compile,
+            reason="torch_neuronx.evaluate --reference: the reference runs eager (what the "
+            "user runs today)",
+        )
+    )
+    real_backward = scope.enter_context(
+        patches.scoped(torch.Tensor, "backward", backward, reason=LOSS_WATCH)
+    )
     hook = register_optimizer_step_post_hook(rec.after_optimizer_step)
     session._current.append(rec)
     stream = NeuronStream() if device else None
@@ -286,7 +300,7 @@ def run_child(device: str | None, script: str, args: list, ordinals, explicit, s
             mode.__exit__(None, None, None)
             stream.__exit__(None, None, None)
         hook.remove()
-        torch.Tensor.backward = real_backward
+        scope.close()
     out.update(loss=rec.loss, grad_norm=rec.grad_norm, wall_s=rec.wall_s)
     # a self-check of the mapping: a reference run never allocates on the neuron device
     out["touched_neuron"] = any(

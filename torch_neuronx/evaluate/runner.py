@@ -18,9 +18,14 @@ import sys
 
 import torch
 
+from torch_neuronx.runtime import patches
+
 from . import callsite
 from .collector import StepLimitReached
 from .session import Evaluation
+
+#: the reason of the scoped ``torch.Tensor.backward`` wrapper (here and in reference.py)
+LOSS_WATCH = "torch_neuronx.evaluate: remembers the scalar each step calls backward() on (the loss)"
 
 
 def run_script(ev: Evaluation, script: str, args: list) -> None:
@@ -31,7 +36,6 @@ def run_script(ev: Evaluation, script: str, args: list) -> None:
     saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None
     sys.argv = [script, *args]
     sys.path.insert(0, os.path.dirname(script))
-    real_backward = torch.Tensor.backward
     coll = ev.collector
 
     def backward(self, *a, **k):  # remembers the loss of the step (see the module doc)
@@ -39,23 +43,22 @@ def run_script(ev: Evaluation, script: str, args: list) -> None:
             coll.pending_loss = self
         return real_backward(self, *a, **k)
 
-    torch.Tensor.backward = backward
     try:
-        with ev:
-            try:
-                runpy.run_path(script, run_name="__main__")
-            except StepLimitReached:
-                ev.stopped_at_step = len(coll.steps)
-            except SystemExit as e:
-                if e.code not in (None, 0):
+        with patches.scoped(torch.Tensor, "backward", backward, reason=LOSS_WATCH) as real_backward:
+            with ev:
+                try:
+                    runpy.run_path(script, run_name="__main__")
+                except StepLimitReached:
+                    ev.stopped_at_step = len(coll.steps)
+                except SystemExit as e:
+                    if e.code not in (None, 0):
+                        ev.fail(e)
+                        ev.error["message"] = f"the script exited with status {e.code}"
+                except KeyboardInterrupt as e:
+                    ev.fail(e, status="interrupted")
+                except Exception as e:  # the report is still written, with the traceback
                     ev.fail(e)
-                    ev.error["message"] = f"the script exited with status {e.code}"
-            except KeyboardInterrupt as e:
-                ev.fail(e, status="interrupted")
-            except Exception as e:  # the report is still written, with the traceback
-                ev.fail(e)
     finally:
-        torch.Tensor.backward = real_backward
         sys.argv = saved_argv
         if saved_path0 is not None and sys.path and sys.path[0] == os.path.dirname(script):
             sys.path.pop(0)

@@ -1,9 +1,9 @@
-"""The two facts the simulator needs from the emulated core's driver.
+"""The allocation route the simulator needs, through the runtime's host view of device memory.
 
 Inside the eager path (``run_on_core``) and inside compiled graphs, this thread's CPU
-allocations are routed to a neuron device's memory pool (``_C._set_alloc_route``): kernel
-arguments arrive as host aliases of device memory and outputs allocated there become device
-memory. The simulator switches routing off for its own scratch (SBUF/PSUM tiles, fp32
+allocations are routed to a neuron device's memory pool (``runtime.host.device_allocations``):
+kernel arguments arrive as host aliases of device memory and outputs allocated there become
+device memory. The simulator switches routing off for its own scratch (SBUF/PSUM tiles, fp32
 temporaries are host memory, not HBM) and back on for the HBM tensors a kernel creates.
 """
 
@@ -11,39 +11,20 @@ from __future__ import annotations
 
 import contextlib
 
+from torch_neuronx.runtime import host
 
-def _c():
-    from torch_neuronx import _C
-
-    return _C
-
-
-def current_route() -> int:
-    """The neuron device index this thread's CPU allocations go to, or -1."""
-    c = _c()
-    prev = c._set_alloc_route(-1)
-    c._set_alloc_route(prev)
-    return prev
+#: the neuron device index this thread's CPU allocations go to, or -1
+current_route = host.allocation_route
 
 
-def set_route(index: int) -> int:
-    return _c()._set_alloc_route(index)
-
-
-@contextlib.contextmanager
 def routed(index: int):
-    prev = set_route(index)
-    try:
-        yield
-    finally:
-        set_route(prev)
+    """Allocations of this thread from device ``index``'s pool (-1: host memory)."""
+    return host.device_allocations(index)
 
 
 @contextlib.contextmanager
 def unrouted():
     """Host-memory allocations for the simulator's own scratch; yields the previous route."""
-    prev = set_route(-1)
-    try:
+    prev = host.allocation_route()
+    with host.device_allocations(-1):
         yield prev
-    finally:
-        set_route(prev)

@@ -17,7 +17,8 @@ import torch
 from . import dtypes, errors, execution
 from ._device import routed
 from .errors import NkiCapacityError, fail
-from .tensor import MemoryRegion, NkiTensor, Storage, _contiguous, buffer_of
+from .storage import MemoryRegion, Storage, buffer_of, contiguous_strides
+from .tensor import NkiTensor
 
 
 class TileRecord:
@@ -148,7 +149,7 @@ def _on_chip(ex, shape, dtype, buf, name) -> NkiTensor:
 
 def _fresh(st: Storage, shape, dtype) -> NkiTensor:
     t = object.__new__(NkiTensor)
-    return t._init(st, st.flat, dtype, shape, _contiguous(shape), 0, st.name)
+    return t._init(st, st.flat, dtype, shape, contiguous_strides(shape), 0, st.name)
 
 
 def _hbm(ex, shape, dtype, buf, name) -> NkiTensor:

@@ -11,7 +11,7 @@ capacity limits"); a real compiler reports such kernels as allocation failures.
 from __future__ import annotations
 
 from .errors import NkiCapacityError, fail, format_location
-from .tensor import MemoryRegion
+from .storage import MemoryRegion
 
 
 def _kib(n: int) -> str:

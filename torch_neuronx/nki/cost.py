@@ -26,40 +26,29 @@ The figures come from ``torch_neuronx.runtime.hardware`` (each with its public s
 
 from __future__ import annotations
 
-import functools
-
 from torch_neuronx.runtime import hardware
+from torch_neuronx.runtime.engines import Engine
 
-ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
-
-
-@functools.lru_cache(maxsize=8)
-def _core(generation: str, lnc: int):
-    return hardware.logical_core(generation, lnc)
-
-
-def _lnc() -> int:
-    try:
-        from torch_neuronx.runtime import topology
-
-        return int(topology.current().lnc)
-    except Exception:  # topology unreadable: one physical core per logical core
-        return 1
+#: the engines a kernel's instructions are scheduled on
+ENGINES = (Engine.tensor, Engine.vector, Engine.scalar, Engine.gpsimd, Engine.dma)
 
 
 class Timeline:
-    """Per physical core: when each engine is free; per storage: when its data is ready."""
+    """Per physical core: when each engine is free; per storage: when its data is ready.
 
-    def __init__(self, generation: str):
-        self.lnc = _lnc()
-        self.core = _core(generation, self.lnc)
+    ``core`` is the kernel's target core (``nki.target.CoreTarget.core``, i.e. the topology's
+    one hardware description): its generation and its LNC come from the same object."""
+
+    def __init__(self, core: hardware.LogicalCore):
+        self.lnc = core.lnc
+        self.core = core
         c = self.core.core
         self.min_ii = float(c.mm_init_cycles)
         self.clock = {
-            "tensor": float(c.tensor_clock),
-            "vector": float(c.vector_clock),
-            "scalar": float(c.scalar_clock),
-            "gpsimd": float(c.gpsimd_clock),
+            Engine.tensor: float(c.tensor_clock),
+            Engine.vector: float(c.vector_clock),
+            Engine.scalar: float(c.scalar_clock),
+            Engine.gpsimd: float(c.gpsimd_clock),
         }
         self.dma_bw = float(c.dma_bw)  # one physical core's DMA engines
         self.dma_latency = float(hardware.DMA_FIXED_LATENCY)
@@ -72,14 +61,14 @@ class Timeline:
     def program(self, index: int):
         self.core_index = index % self.lnc
 
-    def element_seconds(self, engine: str, free: int, inputs: int, bits: int) -> float:
+    def element_seconds(self, engine: Engine, free: int, inputs: int, bits: int) -> float:
         key = (engine, inputs, bits)
         per = self._rates.get(key)
         if per is None:
             from torch_neuronx.perf import roofline
 
             rate = roofline.element_rate(self.core, engine, inputs, bits) / self.lnc  # one core
-            clock = self.clock.get(engine, self.clock["vector"])
+            clock = self.clock.get(engine, self.clock[Engine.vector])
             per = self._rates[key] = (128.0 / rate, self.min_ii / clock)  # s per element, MIN_II
         return max(per[1], free * per[0])
 
@@ -89,7 +78,7 @@ class Timeline:
             cycles *= 4  # FP32 costs 4x BF16 time [SCHEMA]
         elif double_row:
             cycles /= 2
-        return cycles / self.clock["tensor"]
+        return cycles / self.clock[Engine.tensor]
 
     def issue(self, engine: str, seconds: float, reads, writes, dma: bool = False) -> float:
         free = self.free[self.core_index]
@@ -131,10 +120,10 @@ def kernel_cost(ex, report):
     from torch_neuronx.perf import params
 
     busy = report.modeled_busy
-    engine = max(busy, key=busy.get) if busy else ev.VECTOR
+    engine = max(busy, key=busy.get) if busy else Engine.vector
     overhead = params.current().eager_launch_s
-    compute = max((v for k, v in busy.items() if k != "dma"), default=0.0)
-    memory = busy.get("dma", 0.0)
+    compute = max((v for k, v in busy.items() if k != Engine.dma), default=0.0)
+    memory = busy.get(Engine.dma, 0.0)
     bound = (
         "launch"
         if overhead > report.modeled_seconds - overhead
@@ -161,10 +150,8 @@ def kernel_cost(ex, report):
 def charge(ex, report):
     """Put the launch on its device's modeled timeline when somebody measures (a device
     event for ``torch_neuronx.perf.measure`` and the profiler)."""
-    try:
-        from torch_neuronx import perf
-    except Exception:  # the performance model is not importable: counts only
-        return
+    from torch_neuronx import perf
+
     if not perf.recording():
         return
     dev = ex.device

@@ -11,6 +11,8 @@ import linecache
 import os
 import sys
 
+from . import running
+
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -69,9 +71,7 @@ def format_location(loc) -> str:
 
 def fail(message: str, cls=NkiValidationError, loc=None):
     """Raise ``cls`` with the kernel context and the kernel line that caused it."""
-    from . import execution
-
-    ex = execution.current_or_none()
+    ex = getattr(running.slot, "ex", None)
     if loc is None:
         loc = here()
     where = format_location(loc)

@@ -11,11 +11,8 @@ are checked over these ranges when a program ends (see :mod:`.capacity`).
 
 from __future__ import annotations
 
-import threading
-
 from . import errors
-
-_tls = threading.local()
+from .running import slot as _tls
 
 
 class Stats:
@@ -65,7 +62,7 @@ class Execution:
         self.rng: object | None = None
         self.reads = []  # storages the current instruction reads / writes (for the schedule)
         self.writes = []
-        self.timeline = None if abstract else _timeline(target.generation)
+        self.timeline = None if abstract else _timeline(target.core)
 
     def begin_program(self, ids: tuple, index: int = 0):
         self.program_ids = ids
@@ -77,10 +74,10 @@ class Execution:
         self.vec_regs = None
 
 
-def _timeline(generation: str):
+def _timeline(core):
     from .cost import Timeline
 
-    return Timeline(generation)
+    return Timeline(core)
 
 
 def current() -> Execution:

@@ -11,7 +11,9 @@ import torch
 from . import dtypes
 from .alloc import touch
 from .errors import NkiMutationError, fail
-from .tensor import IndexedTensor, MemoryRegion, NkiTensor
+from .indexed import IndexedTensor
+from .storage import MemoryRegion
+from .tensor import NkiTensor
 
 SBUF, PSUM = MemoryRegion.sbuf, MemoryRegion.psum
 HBM = (MemoryRegion.private_hbm, MemoryRegion.shared_hbm)

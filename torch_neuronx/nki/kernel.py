@@ -31,7 +31,8 @@ import torch
 from . import capacity, cost, dtypes, execution, target
 from ._device import current_route, unrouted
 from .errors import NkiError, NkiValidationError
-from .tensor import MemoryRegion, NkiTensor, Storage
+from .storage import MemoryRegion, Storage
+from .tensor import NkiTensor
 
 _tls = threading.local()
 _last = {"report": None}

@@ -17,6 +17,8 @@ import math
 import torch
 import torch.nn.functional as F
 
+from torch_neuronx.runtime.engines import Engine
+
 ARITH, BITVEC, CMP, LOGICAL = "arith", "bitvec", "cmp", "logical"
 
 
@@ -143,7 +145,7 @@ _def(
     Op("minimum", binary=torch.minimum, reduce=lambda t, d: t.amin(dim=d), identity=math.inf),
     Op("abs_max", binary=lambda a, b: torch.maximum(a.abs(), b.abs())),
     Op("abs_min", binary=lambda a, b: torch.minimum(a.abs(), b.abs())),
-    Op("power", binary=torch.pow, engine="gpsimd"),
+    Op("power", binary=torch.pow, engine=Engine.gpsimd),
     Op("fmod", binary=torch.fmod),
     Op("mod", binary=torch.remainder),
     # comparisons: 1.0 / 0.0

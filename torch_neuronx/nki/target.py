@@ -1,8 +1,11 @@
 """The NeuronCore a kernel is simulated for: its tile limits and on-chip memory sizes.
 
-The generation follows the emulated instance profile (Trn2: NeuronCore-v3, Trn3:
-NeuronCore-v4). Capacities come from the hardware table (``torch_neuronx.runtime.hardware``,
-each figure with its public source); tile limits are the NKI ISA's published rules:
+A :class:`CoreTarget` is a view of the process's one hardware description,
+``topology.current().target.core`` (``torch_neuronx.runtime.hardware.LogicalCore``): the
+generation, its NeuronCore version and capacities, and the LNC the cost model schedules on,
+are read from the very object the allocator and the performance model read. An instance the
+table does not know is an error naming the valid ones (raised by the topology), never a
+fallback to another chip. The tile limits are the NKI ISA's published rules:
 
 - partition dimension <= 128 (``nl.tile_size.pmax``) [nki.language.tile_size];
 - PSUM: 16 KiB per partition in 8 banks of 2 KiB (512 fp32 values) [Trainium/Inferentia2
@@ -18,28 +21,56 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import ClassVar
 
-from torch_neuronx.runtime import hardware
+from torch_neuronx.runtime import hardware, topology
 
 KiB = 1024
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)  # a view: compared by identity
 class CoreTarget:
-    generation: str  # "trn2" | "trn3"
-    core_name: str  # "NeuronCore-v3"
-    nc_version: int  # 3 (gen3 / Trn2) or 4 (gen4 / Trn3)
-    pmax: int
-    sbuf_partition_bytes: int
-    psum_partition_bytes: int
-    psum_bank_bytes: int
-    psum_banks: int
-    gemm_stationary_fmax: int
-    gemm_moving_fmax: int  # the default tile rule (one PSUM bank of fp32)
-    gemm_moving_fmax_v4_fp32: int
-    gemm_moving_fmax_v4_bf16: int
-    bn_stats_fmax: int
-    vector_transpose_max: int
+    """The NKI view of one logical core: capacities per partition of one physical core."""
+
+    core: hardware.LogicalCore  # topology.current().target.core for the running process
+
+    # The NKI ISA's tile rules (the same on every generation so far).
+    pmax: ClassVar[int] = 128
+    psum_bank_bytes: ClassVar[int] = 2 * KiB
+    gemm_stationary_fmax: ClassVar[int] = 128
+    gemm_moving_fmax: ClassVar[int] = 512  # the default tile rule (one PSUM bank of fp32)
+    gemm_moving_fmax_v4_fp32: ClassVar[int] = 4096
+    gemm_moving_fmax_v4_bf16: ClassVar[int] = 8192
+    bn_stats_fmax: ClassVar[int] = 512
+    vector_transpose_max: ClassVar[int] = 32
+
+    @property
+    def generation(self) -> str:  # "trn2" | "trn3"
+        return self.core.generation
+
+    @property
+    def core_name(self) -> str:  # "NeuronCore-v3"
+        return self.core.core.name
+
+    @property
+    def nc_version(self) -> int:  # 3 (gen3 / Trn2) or 4 (gen4 / Trn3)
+        return self.core.core.version
+
+    @property
+    def lnc(self) -> int:  # physical cores the SPMD programs of one launch are placed on
+        return self.core.lnc
+
+    @functools.cached_property
+    def sbuf_partition_bytes(self) -> int:
+        return int(float(self.core.core.sbuf)) // self.pmax
+
+    @functools.cached_property
+    def psum_partition_bytes(self) -> int:
+        return int(float(self.core.core.psum)) // self.pmax
+
+    @functools.cached_property
+    def psum_banks(self) -> int:
+        return self.psum_partition_bytes // self.psum_bank_bytes
 
     @property
     def label(self) -> str:
@@ -53,44 +84,18 @@ class CoreTarget:
         return self.gemm_moving_fmax
 
 
-def _generation() -> str:
-    """trn2 / trn3 from the emulated instance profile (trn2 when it cannot be read)."""
-    try:
-        from torch_neuronx.runtime import topology
-
-        name = topology.current().profile.name
-        return hardware.instance(name).generation
-    except Exception:  # profile unreadable (e.g. an instance the table does not know)
-        return "trn2"
-
-
-@functools.cache
-def for_generation(generation: str) -> CoreTarget:
-    chip = hardware.CHIPS[generation]
-    core = chip.core
-    pmax = 128
-    nc_version = {"NeuronCore-v2": 2, "NeuronCore-v3": 3, "NeuronCore-v4": 4}[core.name]
-    psum_bytes = int(float(core.psum)) // pmax
-    return CoreTarget(
-        generation=generation,
-        core_name=core.name,
-        nc_version=nc_version,
-        pmax=pmax,
-        sbuf_partition_bytes=int(float(core.sbuf)) // pmax,
-        psum_partition_bytes=psum_bytes,
-        psum_bank_bytes=2 * KiB,
-        psum_banks=psum_bytes // (2 * KiB),
-        gemm_stationary_fmax=128,
-        gemm_moving_fmax=512,
-        gemm_moving_fmax_v4_fp32=4096,
-        gemm_moving_fmax_v4_bf16=8192,
-        bn_stats_fmax=512,
-        vector_transpose_max=32,
-    )
+_view: CoreTarget | None = None  # the view of the current core, kept while the core is the same
 
 
 def current() -> CoreTarget:
-    return for_generation(_generation())
+    """The core of the emulated instance (``topology.current()``); no fallback: an instance
+    the table does not know raises, naming the valid ones."""
+    global _view
+    core = topology.current().target.core
+    view = _view
+    if view is None or view.core is not core:
+        view = _view = CoreTarget(core)
+    return view
 
 
 class TileSize:

@@ -1,208 +1,31 @@
 """NKI tensors: strided views over a storage in HBM, SBUF or PSUM.
 
-A :class:`Storage` is the memory (one flat torch tensor): for HBM, the device memory of a
-neuron tensor seen through its host alias (no copy); for SBUF/PSUM, a host tensor laid out
-partition-major (``partitions x elements-per-partition``). An :class:`NkiTensor` is a view:
-``shape``, ``strides`` and ``offset`` in elements over that storage, exactly NKI's model
-(``offset + sum(strides[k] * i_k)``). Views are free; instructions read and write them as
-``torch.as_strided`` views, so an instruction is one vectorised torch operation.
+An :class:`NkiTensor` is a view: ``shape``, ``strides`` and ``offset`` in elements over a
+:class:`~.storage.Storage`, exactly NKI's model (``offset + sum(strides[k] * i_k)``). Views are
+free; instructions read and write them as ``torch.as_strided`` views, so an instruction is one
+vectorised torch operation.
 
 Legacy index expressions (``nl.arange``/``nl.mgrid``, e.g. ``a[i * 128 + ix, iy]``) give an
-:class:`IndexedTensor`, read and written through element positions (gather/scatter).
+:class:`~.indexed.IndexedTensor` (nki/indexed.py).
 """
 
 from __future__ import annotations
 
-import enum
 import math
 
 import torch
 
 from . import dtypes
 from .errors import NkiUnsupportedError, fail
+from .indexed import IndexedTensor
+from .indexing import Idx
+from .storage import MemoryRegion, Storage, buffer_of, contiguous_strides
+from .tensor_base import LANGUAGE, TensorBase
+
+__all__ = ["NkiTensor", "IndexedTensor", "MemoryRegion", "Storage", "buffer_of"]
 
 
-class MemoryRegion(enum.Enum):
-    """Memory region constants for NKI tensors."""
-
-    sbuf = "sbuf"
-    psum = "psum"
-    private_hbm = "private_hbm"
-    shared_hbm = "shared_hbm"
-
-    @property
-    def on_chip(self) -> bool:
-        return self in (MemoryRegion.sbuf, MemoryRegion.psum)
-
-    @property
-    def is_hbm(self) -> bool:
-        return not self.on_chip
-
-    def __repr__(self) -> str:
-        return f"nl.{self.value}"
-
-
-def buffer_of(buffer) -> MemoryRegion:
-    if isinstance(buffer, MemoryRegion):
-        return buffer
-    if isinstance(buffer, str):
-        key = {"hbm": "private_hbm"}.get(buffer, buffer)
-        try:
-            return MemoryRegion(key)
-        except ValueError:
-            pass
-    fail(
-        f"{buffer!r} is not an NKI buffer; use nl.sbuf, nl.psum, nl.hbm (private_hbm) or "
-        f"nl.shared_hbm"
-    )
-
-
-class Storage:
-    """One allocation. On-chip storages carry their live range for the capacity rules."""
-
-    __slots__ = (
-        "buffer",
-        "dtype",
-        "flat",
-        "partitions",
-        "partition_elems",
-        "name",
-        "rec",
-        "readonly",
-        "owner",
-        "arg_name",
-        "mm_live",
-        "mm_ever",
-        "value_init",
-        "ready",
-        "release",
-        "__weakref__",
-    )
-
-    def __init__(
-        self,
-        buffer: MemoryRegion,
-        dtype,
-        flat: torch.Tensor,
-        partitions: int = 0,
-        partition_elems: int = 0,
-        name: str = "",
-        owner=None,
-    ):
-        self.buffer = buffer
-        self.dtype = dtype
-        self.flat = flat
-        self.partitions = partitions
-        self.partition_elems = partition_elems
-        self.name = name
-        self.rec = None  # on-chip: the tile's live-range record (kept after the storage dies)
-        self.readonly = None  # "'x' of nki_op 'ns::op'" when writes are forbidden
-        self.owner = owner  # the torch tensor that holds an HBM storage
-        self.arg_name = ""
-        self.mm_live = set()  # PSUM: views in an open matmul accumulation group
-        self.mm_ever = set()  # PSUM: views initialised by a matmul (accumulate=True is legal)
-        self.value_init = False  # PSUM: last written by a non-matmul instruction
-        self.ready = 0.0  # modeled time its last write completes
-        self.release = None  # returns an on-chip tile's memory to the allocator's pool
-
-    def __del__(self):
-        release = self.release
-        if release is not None:
-            try:
-                release(self.flat)
-            except Exception:  # interpreter shutdown: the pool may already be gone
-                pass
-
-    @property
-    def bytes_per_partition(self) -> int:
-        return self.partition_elems * dtypes.itemsize(self.dtype)
-
-    def describe(self) -> str:
-        label = self.name or (self.arg_name and f"argument '{self.arg_name}'") or "tile"
-        return label
-
-
-class _Base:
-    """What NkiTensor and IndexedTensor share: metadata and the arithmetic operators."""
-
-    __slots__ = ()
-
-    @property
-    def buffer(self) -> MemoryRegion:
-        return self.storage.buffer
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
-
-    @property
-    def partitions(self) -> int:
-        return self.shape[0]
-
-    @property
-    def free_size(self) -> int:
-        fs = self._fs
-        if fs is None:
-            fs = self._fs = math.prod(self.shape[1:])
-        return fs
-
-    def __iter__(self):
-        raise TypeError("NKI tensors are not iterable; index them or loop over nl.affine_range")
-
-    def __len__(self):
-        return self.shape[0]
-
-    def __bool__(self):
-        raise TypeError(
-            "the truth value of an NKI tensor is only known on the device; use "
-            "nl.where / nisa.affine_select for data-dependent choices"
-        )
-
-    # elementwise operators: the nki.language functions (one instruction each)
-    def _lang(self):
-        from .language import math as m
-
-        return m
-
-    def __add__(self, o):
-        return self._lang().add(self, o)
-
-    def __radd__(self, o):
-        return self._lang().add(o, self)
-
-    def __sub__(self, o):
-        return self._lang().subtract(self, o)
-
-    def __rsub__(self, o):
-        return self._lang().subtract(o, self)
-
-    def __mul__(self, o):
-        return self._lang().multiply(self, o)
-
-    def __rmul__(self, o):
-        return self._lang().multiply(o, self)
-
-    def __truediv__(self, o):
-        return self._lang().divide(self, o)
-
-    def __rtruediv__(self, o):
-        return self._lang().divide(o, self)
-
-    def __pow__(self, o):
-        return self._lang().power(self, o)
-
-    def __neg__(self):
-        return self._lang().negative(self)
-
-    def __abs__(self):
-        return self._lang().abs(self)
-
-
-class NkiTensor(_Base):
+class NkiTensor(TensorBase):
     """NKI tensor: a strided view (``shape``, ``strides``, ``offset`` in elements) of a storage."""
 
     __slots__ = ("storage", "dtype", "flat", "shape", "strides", "offset", "name", "_t", "_fs")
@@ -215,7 +38,7 @@ class NkiTensor(_Base):
                 "(t.storage); create new tensors with nl.ndarray"
             )
         shape = tuple(int(s) for s in shape)
-        self._init(storage, storage.flat, dtype, shape, _contiguous(shape), 0, name)
+        self._init(storage, storage.flat, dtype, shape, contiguous_strides(shape), 0, name)
 
     def _init(self, storage, flat, dtype, shape, strides, offset, name=""):
         self.storage = storage
@@ -298,7 +121,7 @@ class NkiTensor(_Base):
         if not isinstance(key, tuple):
             key = (key,)
         for k in key:
-            if k.__class__ is _Idx():
+            if k.__class__ is Idx:
                 return IndexedTensor.make(self, key)
         nd = self.ndim
         n_ell = sum(1 for k in key if k is Ellipsis)
@@ -375,9 +198,7 @@ class NkiTensor(_Base):
         return NkiTensor._view(self, shape, strides, offset)
 
     def __setitem__(self, key, value):
-        from .language import memory
-
-        memory.assign(self[key], value)
+        LANGUAGE["assign"](self[key], value)
 
     def slice(self, dim: int, start: int, end: int, step: int = 1) -> NkiTensor:
         key = [slice(None)] * self.ndim
@@ -524,11 +345,11 @@ class NkiTensor(_Base):
                 )
             if not self.is_contiguous():
                 fail(f"reshape of a non-contiguous view (strides {self.strides}) is not a view")
-            free = _contiguous(tuple(shape[1:]))
+            free = contiguous_strides(tuple(shape[1:]))
             return NkiTensor._view(self, shape, (self.strides[0],) + free, self.offset)
         if not self.is_contiguous():
             fail(f"reshape of a non-contiguous HBM view (strides {self.strides}) is not a view")
-        return NkiTensor._view(self, shape, _contiguous(tuple(shape)), self.offset)
+        return NkiTensor._view(self, shape, contiguous_strides(tuple(shape)), self.offset)
 
     def rearrange(self, src_pattern, dst_pattern, fixed_sizes=None):
         raise NkiUnsupportedError(
@@ -600,25 +421,10 @@ class NkiTensor(_Base):
 
     # legacy tile methods
     def broadcast_to(self, shape):
-        from .language import creation
-
-        return creation.broadcast_to(self, shape)
+        return LANGUAGE["broadcast_to"](self, shape)
 
     def astype(self, dtype):
-        from .language import memory
-
-        return memory.copy(self, dtype=dtype)
-
-
-_IDX = []
-
-
-def _Idx():
-    if not _IDX:
-        from .indexing import Idx
-
-        _IDX.append(Idx)
-    return _IDX[0]
+        return LANGUAGE["copy"](self, dtype=dtype)
 
 
 def _dim(t, dim: int) -> int:
@@ -628,225 +434,3 @@ def _dim(t, dim: int) -> int:
     if not 0 <= d < t.ndim:
         fail(f"dim {dim} out of range for a {t.ndim}-D tensor")
     return d
-
-
-def _contiguous(shape) -> tuple:
-    strides = []
-    acc = 1
-    for s in reversed(shape):
-        strides.insert(0, acc)
-        acc *= s
-    return tuple(strides)
-
-
-class IndexedTensor(_Base):
-    """``tensor[idx, ...]`` with ``nl.arange``/``nl.mgrid`` expressions (legacy NKI indexing):
-    the element at each point of the index grid.
-
-    When every expression is an arithmetic progression along its own axis (the usual
-    ``i * 128 + ix``), the in-bounds part is a rectangle: a strided view of the storage, read
-    and written directly. Other expressions go through element positions (gather/scatter)."""
-
-    __slots__ = ("base", "index", "shape", "_pos", "_oob", "_fs", "_rect")
-
-    @classmethod
-    def make(cls, base: NkiTensor, key) -> IndexedTensor:
-        from .indexing import host
-
-        with host():
-            return cls._make(base, key)
-
-    @classmethod
-    def _make(cls, base: NkiTensor, key) -> IndexedTensor:
-        from .indexing import Idx
-
-        if any(k is Ellipsis or isinstance(k, slice) for k in key):
-            fail(
-                "mixing nl.arange/nl.mgrid index expressions with slices or '...' is not "
-                "supported; index every dim with an expression or an integer"
-            )
-        if len(key) != base.ndim:
-            fail(f"{len(key)} index expressions for a {base.ndim}-D tensor of shape {base.shape}")
-        idx = [k.t if isinstance(k, Idx) else torch.tensor(int(k)) for k in key]
-        shape = torch.broadcast_shapes(*[i.shape for i in idx])
-        if len(shape) < 2 and base.buffer.on_chip:
-            shape = (1,) * (2 - len(shape)) + tuple(shape)
-        t = object.__new__(cls)
-        t.base = base
-        t.index = idx
-        t.shape = tuple(int(s) for s in shape)
-        t._pos = None
-        t._oob = None
-        t._fs = None
-        t._rect = _rectangle(base, idx, t.shape)
-        return t
-
-    @property
-    def storage(self):
-        return self.base.storage
-
-    @property
-    def dtype(self):
-        return self.base.dtype
-
-    @property
-    def name(self):
-        return self.base.name
-
-    def __repr__(self) -> str:
-        return f"IndexedTensor(shape={self.shape}, of {self.base!r})"
-
-    def __getitem__(self, key):
-        fail("an indexed tensor cannot be indexed again; index the tensor once")
-
-    def _positions(self):
-        if self._pos is None:
-            b = self.base
-            nd = len(self.shape)
-            pos = torch.full(self.shape, b.offset, dtype=torch.int64)
-            oob = torch.zeros(self.shape, dtype=torch.bool)
-            for d, i in enumerate(self.index):
-                if i.dim() < nd:
-                    i = i.reshape((1,) * (nd - i.dim()) + tuple(i.shape))
-                pos = pos + i * b.strides[d]
-                oob = oob | (i < 0) | (i >= b.shape[d])
-            self._pos, self._oob = pos, oob
-        return self._pos, self._oob
-
-    def _oob_error(self):
-        for d, i in enumerate(self.index):
-            if bool(((i < 0) | (i >= self.base.shape[d])).any()):
-                lo, hi = int(i.min()), int(i.max())
-                fail(
-                    f"index expression on dim {d} spans [{lo}, {hi}] but the dim has size "
-                    f"{self.base.shape[d]} (tensor shape {self.base.shape}): out-of-bounds "
-                    f"access without a mask; pass mask=(expr < {self.base.shape[d]})"
-                )
-        fail("out-of-bounds access without a mask")
-
-    def check_bounds(self, mask):
-        rect = self._rect
-        if rect is not None:
-            view, slices, full, _ = rect
-            if full:
-                return
-            if mask is None:
-                self._oob_error()
-            outside = mask.clone()
-            outside[slices] = False
-            if bool(outside.any()):
-                self._oob_error()
-            return
-        pos, oob = self._positions()
-        bad = oob if mask is None else (oob & mask)
-        if bool(bad.any()):
-            self._oob_error()
-
-    def read(self, mask=None) -> torch.Tensor:
-        self.check_bounds(mask)
-        rect = self._rect
-        if rect is not None:
-            view, slices, full, flips = rect
-            if flips:
-                view = view.flip(flips)
-            if full:
-                return view
-            out = torch.zeros(self.shape, dtype=view.dtype)
-            out[slices] = view
-            return out
-        pos, oob = self._positions()
-        if mask is not None or bool(oob.any()):
-            pos = torch.where(oob, torch.zeros_like(pos), pos)
-        return self.base.flat[pos]
-
-    def write(self, value, mask=None):
-        self.check_bounds(mask)
-        flat = self.base.flat
-        v = value if isinstance(value, torch.Tensor) else torch.tensor(value)
-        v = torch.broadcast_to(v.to(flat.dtype), self.shape)
-        rect = self._rect
-        if rect is not None:
-            view, slices, full, flips = rect
-            part = v if full else v[slices]
-            m = None if mask is None else (mask if full else mask[slices])
-            if flips:
-                part = part.flip(flips)
-                m = None if m is None else m.flip(flips)
-            view.copy_(part if m is None else torch.where(m, part, view))
-            return
-        pos, oob = self._positions()
-        sel = ~oob if mask is None else (mask & ~oob)
-        sel = torch.broadcast_to(sel, self.shape)
-        flat.index_put_((pos[sel],), v[sel])
-
-
-def _progression(i: torch.Tensor, nd: int):
-    """(output axis or None, start, step, count) when ``i`` is an arithmetic progression along
-    one axis of the index grid (or a constant), else None."""
-    if i.dim() < nd:
-        i = i.reshape((1,) * (nd - i.dim()) + tuple(i.shape))
-    axes = [a for a, n in enumerate(i.shape) if n > 1]
-    if not axes:
-        return (None, int(i.reshape(-1)[0]) if i.numel() else 0, 0, 1)
-    if len(axes) > 1:
-        return None
-    v = i.reshape(-1)
-    step = int(v[1] - v[0])
-    if step == 0 or not bool((v[1:] - v[:-1] == step).all()):
-        return None
-    return (axes[0], int(v[0]), step, v.numel())
-
-
-def _rectangle(base: NkiTensor, idx, shape):
-    """(in-bounds strided view, its slices in the index grid, covers everything, axes the view
-    runs backwards on) or None."""
-    nd = len(shape)
-    offset = base.offset
-    axis_of = {}
-    size = list(shape)
-    strides = [0] * nd
-    slices = [slice(None)] * nd
-    flips = []
-    full = True
-    for d, i in enumerate(idx):
-        prog = _progression(i, nd)
-        if prog is None:
-            return None
-        axis, start, step, count = prog
-        n = base.shape[d]
-        if axis is None:
-            if not 0 <= start < n:
-                return None  # a constant out of range: the general path reports it
-            offset += start * base.strides[d]
-            continue
-        if axis in axis_of:
-            return None
-        axis_of[axis] = d
-        # the k with 0 <= start + k * step < n: a contiguous run of the progression
-        if step > 0:
-            lo = max(0, -(start // step)) if start < 0 else 0
-            hi = min(count, (n - 1 - start) // step + 1) if start <= n - 1 else 0
-        else:
-            lo = max(0, -((n - 1 - start) // -step)) if start > n - 1 else 0
-            hi = min(count, start // -step + 1) if start >= 0 else 0
-        if hi <= lo:
-            return None
-        if lo != 0 or hi != count:
-            full = False
-        size[axis] = hi - lo
-        slices[axis] = slice(lo, hi)
-        if step > 0:
-            offset += (start + lo * step) * base.strides[d]
-            strides[axis] = step * base.strides[d]
-        else:  # torch views need positive strides: view from the low end, flipped on use
-            offset += (start + (hi - 1) * step) * base.strides[d]
-            strides[axis] = -step * base.strides[d]
-            flips.append(axis)
-    for a in range(nd):
-        if a not in axis_of and shape[a] != 1:
-            return None
-    if base.flat.device.type == "meta":
-        view = torch.empty(size, dtype=base.flat.dtype, device="meta")
-    else:
-        view = base.flat.as_strided(size, strides, offset)
-    return view, tuple(slices), full, tuple(flips)

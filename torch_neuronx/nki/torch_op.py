@@ -62,13 +62,9 @@ class _NkiOpDef(torch._library.custom_ops.CustomOpDef):
 def _self_costed(name: str) -> None:
     """The op's kernels record their own modeled cost (nki/cost.py): tell the performance
     model not to cost the op again from the eager path."""
-    try:
-        from torch_neuronx import perf
-    except Exception:  # no performance model in this build
-        return
-    mark = getattr(perf, "self_costed", None)
-    if mark is not None:
-        mark(name)
+    from torch_neuronx import perf
+
+    perf.self_costed(name)
 
 
 def nki_op(name: str, fn=None, *, mutates_args: str | Iterable[str], schema: str | None = None):

@@ -42,6 +42,8 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
+from torch_neuronx.runtime.engines import Engine
+
 from . import events as ev
 from . import params as _params
 from .target import Target
@@ -210,13 +212,13 @@ def collective_cost(
     return ev.Cost(
         kind=ev.COLLECTIVE,
         name=op,
-        engine=ev.CC,
+        engine=Engine.collective,
         duration=body + overhead,
         bytes=float(nbytes),
         overhead_s=overhead,
         bound="network" if body > overhead else "launch",
         shapes=f"{len(group)} ranks",
         detail=detail,
-        busy=((ev.CC, body),),
+        busy=((Engine.collective, body),),
         basis=(op, float(nbytes), tuple(group), in_graph),
     )

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from torch_neuronx.runtime import hardware
+from torch_neuronx.runtime.engines import Engine
 
 from . import events as ev
 from . import roofline
@@ -103,7 +104,7 @@ def estimate_op(
     dtype: torch.dtype,
     tgt: Target,
     *,
-    engine: str | None = None,
+    engine: Engine | str | None = None,
     in_graph: bool = False,
     ranks: int = 2,
 ) -> ev.Cost:
@@ -136,7 +137,7 @@ def per_generation(
     shapes: Sequence[tuple],
     dtype: torch.dtype,
     *,
-    engine_of: Callable[[str], str | None] | None = None,
+    engine_of: Callable[[str], Engine | None] | None = None,
     in_graph: bool = False,
     ranks: int = 2,
     instances: Sequence[str] | None = None,

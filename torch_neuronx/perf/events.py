@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 from typing import NamedTuple
 
+from torch_neuronx.runtime.engines import Engine
+
 #: kinds of device work
 OP, KERNEL, GRAPH, COLLECTIVE, COPY, FALLBACK = (
     "op",
@@ -20,18 +22,8 @@ OP, KERNEL, GRAPH, COLLECTIVE, COPY, FALLBACK = (
     "copy",
     "fallback",
 )
-#: engines (where the time is spent)
-TENSOR, VECTOR, SCALAR, GPSIMD, DMA, HOST, CC, LAUNCH = (
-    "tensor",
-    "vector",
-    "scalar",
-    "gpsimd",
-    "dma",
-    "host",
-    "collective",
-    "launch",
-)
-ENGINES = (TENSOR, VECTOR, SCALAR, GPSIMD, DMA, CC, HOST)
+#: engines (where the time is spent): torch_neuronx.runtime.engines.Engine, whose values
+#: ("tensor", "vector", ...) are the names in costs, events and reports
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,7 +37,7 @@ class Work:
 
     name: str
     kind: str  # OP (eager) or KERNEL (inside a compiled graph)
-    engine: str  # the engine that runs it (TENSOR, VECTOR, SCALAR, GPSIMD, DMA)
+    engine: Engine  # the engine that runs it (tensor, vector, scalar, gpsimd, dma)
     flops: float = 0.0
     bytes: float = 0.0
     dtype: str = "fp32"  # dtype class: bf16 | fp8 | mxfp8 | fp32
@@ -63,7 +55,7 @@ class Cost:
 
     kind: str
     name: str
-    engine: str
+    engine: Engine  # where the time is spent (a plain str from older recordings compares equal)
     duration: float  # modeled seconds on the device timeline
     flops: float = 0.0
     bytes: float = 0.0  # bytes through HBM (ops, kernels) or over the link (copies, collectives)

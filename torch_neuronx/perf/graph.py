@@ -38,6 +38,9 @@ from collections.abc import Callable
 import torch
 import torch.fx
 
+from torch_neuronx.runtime.engines import Engine
+from torch_neuronx.runtime.op_names import base_name, op_name
+
 from . import events as ev
 from . import roofline
 from . import work as wk
@@ -69,12 +72,6 @@ def _concrete(val):
     if isinstance(val, torch.SymInt):
         return _hint(val)
     return val
-
-
-def _op_name(target) -> str:
-    if isinstance(target, torch._ops.OpOverload):
-        return target.name()  # "aten::add.Tensor"
-    return getattr(target, "__name__", str(target))
 
 
 def _is_view(target) -> bool:
@@ -136,7 +133,7 @@ class GraphPlan:
             n = len(self.works)
             kernels = []
             for i, w in enumerate(self.works):
-                if w.engine == ev.CC:
+                if w.engine == Engine.collective:
                     from . import target
                     from .collectives import collective_cost, group_ranks
 
@@ -162,7 +159,7 @@ class GraphPlan:
 
 
 def plan_graph(
-    gm: torch.fx.GraphModule, name: str, engine_of: Callable[[str], str | None] | None = None
+    gm: torch.fx.GraphModule, name: str, engine_of: Callable[[str], Engine | None] | None = None
 ) -> GraphPlan:
     """Plans the kernels of ATen graph ``gm`` (nodes carry ``meta['val']``, as the graphs
     AOTAutograd hands to a compiler do). ``engine_of(op_name)`` is the op policy's engine."""
@@ -197,9 +194,9 @@ def plan_graph(
             else:
                 kind[n], stage[n], level[n] = "collective", lvl_in, lvl_in + 1
             continue
-        opname = _op_name(target)
-        engine = wk.engine_name(engine_of(opname) if engine_of else None)
-        is_tensor = engine in (None, ev.TENSOR) and wk.flop_formula(opname) is not None
+        opname = op_name(target)
+        engine = Engine.parse(engine_of(opname) if engine_of else None)
+        is_tensor = engine in (None, Engine.tensor) and wk.flop_formula(opname) is not None
         if is_tensor:
             kind[n], stage[n], level[n] = "tensor", lvl_in, lvl_in + 1
         else:
@@ -252,11 +249,11 @@ def plan_graph(
             first_of[n] = len(works)
             works.append(
                 ev.Work(
-                    wk.base_name(_op_name(n.target)).rstrip("_"),
+                    base_name(op_name(n.target)).rstrip("_"),
                     ev.KERNEL,
-                    ev.CC,
+                    Engine.collective,
                     bytes=float(nbytes),
-                    ops=(_op_name(n.target),),
+                    ops=(op_name(n.target),),
                     group=group,
                     shapes=", ".join("x".join(str(int(d)) for d in t.shape) for t in ins[:4]),
                 )
@@ -269,7 +266,7 @@ def plan_graph(
                 key: (_concrete(a.meta.get("val")) if isinstance(a, torch.fx.Node) else a)
                 for key, a in n.kwargs.items()
             }
-            w = wk.op_work(_op_name(n.target), args, kwargs, val[n], ev.TENSOR, kind=ev.KERNEL)
+            w = wk.op_work(op_name(n.target), args, kwargs, val[n], Engine.tensor, kind=ev.KERNEL)
             first_of[n] = len(works)
             works.append(w)
     for members in groups.values():
@@ -289,20 +286,20 @@ def plan_graph(
                         min(_size(v), _size(val.get(s))) if s is not a else _size(v),
                     )
             outs = wk.tensors_in((val.get(m),))
-            opname = _op_name(m.target)
-            engine = wk.engine_name(engine_of(opname) if engine_of else None) or ev.VECTOR
-            if engine == ev.TENSOR:
-                engine = ev.VECTOR
-            if engine != ev.DMA:
+            opname = op_name(m.target)
+            engine = Engine.parse(engine_of(opname) if engine_of else None) or Engine.vector
+            if engine == Engine.tensor:
+                engine = Engine.vector
+            if engine != Engine.dma:
                 elem.extend(wk.elementwise(opname, engine, ins, outs))
-            short = wk.base_name(opname)
+            short = base_name(opname)
             if short not in names:
                 names.append(short)
         writes = sum(_size(val.get(m)) for m in members if used_outside(m, mset))
         by_engine: dict = {}
         for e, elements, _, _ in elem:
             by_engine[e] = by_engine.get(e, 0.0) + elements
-        engine = max(by_engine, key=by_engine.get) if by_engine else ev.DMA
+        engine = max(by_engine, key=by_engine.get) if by_engine else Engine.dma
         flops = float(
             sum(max([t.numel() for t in wk.tensors_in((val.get(m),))] or [0]) for m in members)
         )
@@ -320,7 +317,7 @@ def plan_graph(
             bytes=float(sum(reads.values()) + writes),
             dtype=wk.dtype_class(dts[0]) if dts else "fp32",
             elem_work=tuple(elem),
-            ops=tuple(_op_name(m.target) for m in members),
+            ops=tuple(op_name(m.target) for m in members),
             shapes="x".join(str(int(d)) for d in big.shape) if big is not None else "",
         )
         first_of[members[0]] = len(works)

@@ -13,6 +13,9 @@ from typing import Any
 
 import torch
 
+from torch_neuronx.runtime.engines import Engine
+from torch_neuronx.runtime.op_names import split
+
 from . import clock, params, roofline, target, transfers
 from . import events as ev
 from . import work as wk
@@ -37,9 +40,8 @@ def record(device_index: int, cost: ev.Cost) -> ev.Event:
 @functools.lru_cache(maxsize=4096)
 def _is_view_op(op_name: str) -> bool:
     """An op whose results alias its inputs without writing them (metadata only)."""
-    base = op_name.split("::", 1)[-1]
-    name, _, overload = base.partition(".")
-    packet = getattr(torch.ops.aten, name, None) if op_name.startswith("aten") else None
+    ns, name, overload = split(op_name)
+    packet = getattr(torch.ops.aten, name, None) if ns == "aten" else None
     if packet is None:
         return False
     try:
@@ -73,7 +75,7 @@ def op(
     op_name: str,
     args: Sequence[Any],
     outputs: Any,
-    engine: str | None = None,
+    engine: Engine | None = None,
     kwargs: dict | None = None,
 ) -> ev.Event | None:
     """An eager op that ran natively on ``device_index`` (its real argument and result tensors).

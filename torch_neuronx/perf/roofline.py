@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 
 from torch_neuronx.runtime import hardware
+from torch_neuronx.runtime.engines import Engine
 from torch_neuronx.runtime.hardware import LogicalCore
 
 from . import events as ev
@@ -72,15 +73,15 @@ def warmup_extra(compute_s: float, ramp_s: float = 3e-6) -> float:
     return t - compute_s
 
 
-def element_rate(core: LogicalCore, engine: str, n_inputs: int, bits: int) -> float:
+def element_rate(core: LogicalCore, engine: Engine, n_inputs: int, bits: int) -> float:
     """Elements per second of one element-wise instruction stream on a logical core."""
     c = core.core
     lanes = float(c.lanes)
-    if engine == ev.SCALAR:
+    if engine == Engine.scalar:
         rate = (
             lanes * float(c.scalar_clock) * (float(c.scalar_16bit_speedup) if bits <= 16 else 1.0)
         )
-    elif engine == ev.GPSIMD:
+    elif engine == Engine.gpsimd:
         key = 8 if bits <= 8 else 16 if bits <= 16 else 32
         rate = float(c.gpsimd_lanes[key]) * float(c.gpsimd_clock)
     else:  # VectorE (and anything element-wise without a better home)
@@ -123,19 +124,19 @@ def cost_of(work: ev.Work, core: LogicalCore, *, in_graph: bool = False) -> ev.C
     compiled graph."""
     p = _params.current()
     busy: dict = {}
-    if work.engine == ev.TENSOR:
-        busy[ev.TENSOR] = tensor_time(core, work)
+    if work.engine == Engine.tensor:
+        busy[Engine.tensor] = tensor_time(core, work)
     busy.update({k: busy.get(k, 0.0) + v for k, v in engine_times(core, work.elem_work).items()})
     compute = max(busy.values(), default=0.0)
     memory = memory_time(core, work.bytes)
     overhead = p.kernel_overhead_s if in_graph else p.eager_launch_s
-    if not in_graph and p.tensor_warmup and busy.get(ev.TENSOR):
-        extra = warmup_extra(busy[ev.TENSOR], float(hardware.TENSOR_WARMUP))
-        busy[ev.TENSOR] += extra
-        compute = max(compute, busy[ev.TENSOR])
+    if not in_graph and p.tensor_warmup and busy.get(Engine.tensor):
+        extra = warmup_extra(busy[Engine.tensor], float(hardware.TENSOR_WARMUP))
+        busy[Engine.tensor] += extra
+        compute = max(compute, busy[Engine.tensor])
     body = max(compute, memory)
     bound = "launch" if overhead > body else ("compute" if compute >= memory else "memory")
-    busy[ev.DMA] = memory
+    busy[Engine.dma] = memory
     return ev.Cost(
         kind=ev.KERNEL if in_graph else ev.OP,
         name=work.name,
@@ -158,5 +159,5 @@ def cost_of(work: ev.Work, core: LogicalCore, *, in_graph: bool = False) -> ev.C
 def graph_launch_cost(name: str) -> ev.Cost:
     s = _params.current().graph_launch_s
     return ev.Cost(
-        kind=ev.GRAPH, name=name, engine=ev.LAUNCH, duration=s, overhead_s=s, bound="launch"
+        kind=ev.GRAPH, name=name, engine=Engine.launch, duration=s, overhead_s=s, bound="launch"
     )

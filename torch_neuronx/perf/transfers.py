@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from torch_neuronx.runtime.engines import Engine
+
 from . import events as ev
 from . import params as _params
 from .target import Target
@@ -24,13 +26,13 @@ def _link_copy(direction: str, nbytes: float, lat: float, bw: float) -> ev.Cost:
     return ev.Cost(
         kind=ev.COPY,
         name=direction,
-        engine=ev.DMA,
+        engine=Engine.dma,
         duration=lat + body,
         bytes=float(nbytes),
         memory_s=body,
         overhead_s=lat,
         bound="link" if body > lat else "launch",
-        busy=((ev.DMA, body),),
+        busy=((Engine.dma, body),),
         basis=(direction, float(nbytes)),
     )
 
@@ -48,13 +50,13 @@ def copy_cost(direction: str, nbytes: float, target: Target) -> ev.Cost:
     return ev.Cost(
         kind=ev.COPY,
         name=direction,
-        engine=ev.DMA,
+        engine=Engine.dma,
         duration=p.eager_launch_s + body,
         bytes=2.0 * nbytes,
         memory_s=body,
         overhead_s=p.eager_launch_s,
         bound="memory" if body > p.eager_launch_s else "launch",
-        busy=((ev.DMA, body),),
+        busy=((Engine.dma, body),),
         basis=(direction, float(nbytes)),
     )
 
@@ -68,14 +70,14 @@ def fallback_cost(
     return ev.Cost(
         kind=ev.FALLBACK,
         name=name,
-        engine=ev.HOST,
+        engine=Engine.host,
         duration=host_s + link,
         bytes=float(bytes_in + bytes_out),
         memory_s=link,
         bound="host" if host_s >= link else "link",
         shapes=shapes,
         detail="CPU fallback: inputs to host, host kernel (measured), outputs back",
-        busy=((ev.HOST, host_s), (ev.DMA, link)),
+        busy=((Engine.host, host_s), (Engine.dma, link)),
         host_s=host_s,
         basis=(float(bytes_in), float(bytes_out)),
     )

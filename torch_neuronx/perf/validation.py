@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from torch_neuronx.runtime import hardware as hw
+from torch_neuronx.runtime.engines import Engine
 
 from . import estimate, graph, params
 from .collectives import collective_cost
@@ -79,7 +80,7 @@ def peak_rows() -> list:
             w = ev.Work(
                 "mm",
                 ev.KERNEL,
-                ev.TENSOR,
+                Engine.tensor,
                 flops=f,
                 bytes=3 * 8192 * 8192,
                 dtype="mxfp8",

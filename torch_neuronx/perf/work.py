@@ -17,6 +17,9 @@ from typing import Any
 import torch
 from torch.utils import flop_counter as _fc
 
+from torch_neuronx.runtime.engines import Engine
+from torch_neuronx.runtime.op_names import base_name, split
+
 from . import events as ev
 
 _DTYPE_CLASS = {
@@ -138,14 +141,6 @@ _CONV = {
 }
 
 
-def base_name(op_name: str) -> str:
-    """'aten::add_.Tensor' -> 'add_'; 'aten.mm.default' -> 'mm'."""
-    name = op_name.split("::", 1)[-1]
-    if name.startswith("aten."):
-        name = name[5:]
-    return name.split(".", 1)[0]
-
-
 @functools.lru_cache(maxsize=4096)
 def flop_formula(op_name: str) -> Callable | None:
     """PyTorch's registered FLOP formula for an ATen op (or ours for the few it lacks)."""
@@ -162,7 +157,7 @@ def _split_kwarg_only(op_name: str, args: tuple) -> tuple:
     """The driver passes an op's boxed arguments positionally; PyTorch's FLOP formulas take the
     schema's keyword-only arguments (e.g. addmm's beta and alpha) by name. (evaluate, issue 14:
     eager addmm was counted as element-wise work because the formula rejected them.)"""
-    name, _, overload = op_name.split("::", 1)[-1].partition(".")
+    _, name, overload = split(op_name)
     try:
         schema = getattr(getattr(torch.ops.aten, name), overload or "default")._schema
     except AttributeError:
@@ -260,7 +255,7 @@ _PASSES = {
 
 
 def elementwise(
-    op_name: str, engine: str, ins: list[torch.Tensor], outs: list[torch.Tensor]
+    op_name: str, engine: Engine, ins: list[torch.Tensor], outs: list[torch.Tensor]
 ) -> tuple:
     """((engine, elements, tensor inputs, bits),) for one element-wise op."""
     elements = max([t.numel() for t in ins + outs] or [0])
@@ -271,62 +266,37 @@ def elementwise(
     return ((engine, float(elements * passes), max(1, min(n_in, 2)), bits),)
 
 
-def engine_name(engine: str | None) -> str | None:
-    """Normalises an engine label from the op policy ('TensorE', 'vector', ...)."""
-    if not engine:
-        return None
-    e = engine.lower()
-    for key, name in (
-        ("tensor", ev.TENSOR),
-        ("pe", ev.TENSOR),
-        ("vector", ev.VECTOR),
-        ("scalar", ev.SCALAR),
-        ("act", ev.SCALAR),
-        ("gpsimd", ev.GPSIMD),
-        ("pool", ev.GPSIMD),
-        ("dma", ev.DMA),
-        ("sync", ev.DMA),
-        ("cpu", ev.HOST),
-        ("host", ev.HOST),
-        ("collective", ev.CC),
-        ("cc", ev.CC),
-    ):
-        if e == key or e.startswith(key):
-            return name
-    return None
-
-
 def op_work(
     op_name: str,
     args: tuple,
     kwargs: dict | None,
     outputs: Any,
-    engine: str | None,
+    engine: Engine | str | None,
     kind: str = ev.OP,
 ) -> ev.Work:
     """The work of one ATen op given its arguments and results (tensors of any kind)."""
     ins = tensors_in(args) + tensors_in((kwargs or {}).values())
     outs = tensors_in(outputs if isinstance(outputs, (list, tuple)) else (outputs,))
-    eng = engine_name(engine)
+    eng = Engine.parse(engine)
     flops = None
-    if eng in (None, ev.TENSOR):
+    if eng in (None, Engine.tensor):
         try:
             flops = count_flops(op_name, tuple(args), kwargs or {}, outputs)
         except Exception:  # noqa: BLE001 - a formula that cannot read these args: element-wise
             flops = None
         if flops is not None:
-            eng = ev.TENSOR
+            eng = Engine.tensor
         elif eng is None:
-            eng = ev.VECTOR
+            eng = Engine.vector
     total = float(sum(nbytes(t) for t in ins) + sum(nbytes(t) for t in outs))
     dts = [t.dtype for t in ins if t.is_floating_point()] or [t.dtype for t in ins + outs]
     dcls = dtype_class(dts[0]) if dts else "fp32"
     shapes = ", ".join("x".join(str(int(s)) for s in t.shape) or "scalar" for t in ins[:4])
-    if eng == ev.TENSOR and flops is not None:
+    if eng == Engine.tensor and flops is not None:
         return ev.Work(
             op_name,
             kind,
-            ev.TENSOR,
+            Engine.tensor,
             flops=flops,
             bytes=total,
             dtype=dcls,
@@ -335,9 +305,9 @@ def op_work(
             ops=(op_name,),
             shapes=shapes,
         )
-    if eng == ev.TENSOR:  # a TensorE op PyTorch has no FLOP rule for: count it element-wise
-        eng = ev.VECTOR
-    elem = () if eng == ev.DMA else elementwise(op_name, eng, ins, outs)
+    if eng == Engine.tensor:  # a TensorE op PyTorch has no FLOP rule for: count it element-wise
+        eng = Engine.vector
+    elem = () if eng == Engine.dma else elementwise(op_name, eng, ins, outs)
     # one operation per element of the largest tensor (passes are engine work, not FLOPs)
     flops = float(max([t.numel() for t in ins + outs] or [0])) if elem else 0.0
     return ev.Work(

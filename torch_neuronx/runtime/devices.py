@@ -89,7 +89,7 @@ class NeuronDeviceProperties:
     profile: str
     logical_core_id: int
     lnc: int
-    core_generation: str
+    core_name: str  # "NeuronCore-v3" (Trn2) / "NeuronCore-v4" (Trn3)
     physical_cores: int
 
     def __repr__(self):
@@ -103,15 +103,15 @@ def get_device_properties(device=None) -> NeuronDeviceProperties:
     idx = _index(device)
     _C._init()
     topo = topology.current()
-    gen = topo.profile.core_generation
+    core_name = topo.profile.core_name
     return NeuronDeviceProperties(
-        name=f"Emulated {gen} logical core (LNC={topo.lnc}, {topo.profile.name})",
+        name=f"Emulated {core_name} logical core (LNC={topo.lnc}, {topo.profile.name})",
         total_memory=topo.hbm_per_core,
         index=idx,
         profile=topo.profile.name,
         logical_core_id=topo.visible_cores[idx],
         lnc=topo.lnc,
-        core_generation=gen,
+        core_name=core_name,
         physical_cores=topo.lnc,
     )
 
@@ -121,8 +121,8 @@ def get_device_name(device=None) -> str:
 
 
 def get_device_capability(device=None) -> tuple[int, int]:
-    gen = get_device_properties(device).core_generation
-    return (4, 0) if gen.endswith("v4") else (3, 0)
+    get_device_properties(device)  # checks the index
+    return (topology.current().core.core.version, 0)  # NeuronCore-vN -> (N, 0)
 
 
 def synchronize(device=None) -> None:

@@ -1,8 +1,13 @@
 """The hardware table: every Trainium figure the emulator and its performance model use.
 
-One source of truth. The emulated instance profiles (``runtime/topology.py``) read their core
-counts and HBM capacities from here, and the performance model (``torch_neuronx/perf``) reads
-engine peaks, bandwidths and latencies from here.
+One source of truth, and one description of "which hardware am I on": a :class:`Target` (an
+instance of :data:`INSTANCES` and one :class:`LogicalCore` of its chip in :data:`CHIPS`).
+``runtime/topology.py`` builds the process's target from the environment; the allocator's
+capacity, the performance model (``torch_neuronx/perf``) and the NKI simulator
+(``torch_neuronx/nki``) all read that same object, and their own types (the runtime's
+``InstanceProfile``, NKI's ``CoreTarget``, the report's ``Profile``) are views of it. Adding a
+generation is one :data:`CHIPS` entry (plus one :data:`INSTANCES` entry per instance size); an
+unknown generation or instance is an error that names the valid ones, never a fallback.
 
 Every number is a :class:`Fig`: a value, its unit, where it comes from and how sure we are.
 ``kind`` says which:
@@ -119,6 +124,7 @@ class CoreSpec:
     faster 16-bit modes [NKI2, NKI3] (``*_16bit_speedup``)."""
 
     name: str
+    version: int  # the N of NeuronCore-vN (nki.isa.get_nc_version), not parsed from ``name``
     tensor_peak: dict  # dtype class ("bf16", "fp8", "fp32", "mxfp8") -> Fig FLOP/s
     tensor_clock: Fig
     vector_clock: Fig
@@ -140,6 +146,7 @@ class CoreSpec:
 
 _NC2 = CoreSpec(
     name="NeuronCore-v2",
+    version=2,
     tensor_peak={
         "bf16": pub(
             92 * T,
@@ -180,6 +187,7 @@ _INSTR_OVERHEAD_AS_NC2 = assume(100, "cycles", "only the NeuronCore-v2 value is 
 
 _NC3 = CoreSpec(
     name="NeuronCore-v3",
+    version=3,
     tensor_peak={
         "bf16": pub(79 * T, "FLOP/s", "NKI2,NC3", "BF16/FP16/TF32 dense"),
         "fp8": pub(158 * T, "FLOP/s", "NKI2,NC3", "FP8 double-row mode"),
@@ -217,6 +225,7 @@ _NC3 = CoreSpec(
 
 _NC4 = CoreSpec(
     name="NeuronCore-v4",
+    version=4,
     tensor_peak={
         "bf16": pub(79 * T, "FLOP/s", "NKI3,NC4", "BF16/FP16/TF32 dense"),
         "fp8": der(
@@ -417,6 +426,17 @@ CHIPS: dict[str, ChipSpec] = {
     ),
 }
 
+
+def chip(generation: str) -> ChipSpec:
+    """The chip of ``generation`` ("trn2"); an unknown one is an error naming the valid ones."""
+    try:
+        return CHIPS[generation]
+    except KeyError:
+        raise ValueError(
+            f"unknown Trainium generation {generation!r}; valid: {', '.join(CHIPS)}"
+        ) from None
+
+
 #: fixed costs that are properties of the hardware/runtime (model overheads are in perf.params)
 DMA_FIXED_LATENCY = _DMA_FIXED
 TENSOR_WARMUP = pub(
@@ -446,9 +466,12 @@ class InstanceSpec:
     scaleup_link_bw_per_chip: Fig | None = None  # NeuronLink between instances (UltraServer)
     scaleup_max_instances: int = 1
 
+    def __post_init__(self):
+        chip(self.generation)  # a mistyped generation fails here, naming the valid ones
+
     @property
     def chip(self) -> ChipSpec:
-        return CHIPS[self.generation]
+        return chip(self.generation)
 
 
 def _listed(
@@ -622,7 +645,7 @@ def instance(name: str) -> InstanceSpec:
     try:
         return INSTANCES[name]
     except KeyError:
-        raise ValueError(f"unknown instance {name!r}; known: {', '.join(INSTANCES)}") from None
+        raise ValueError(f"unknown instance {name!r}; valid: {', '.join(INSTANCES)}") from None
 
 
 def price_per_hour(name: str, override: float | None = None) -> float | None:
@@ -691,11 +714,46 @@ class LogicalCore:
 
 
 def logical_core(generation: str, lnc: int | None = None) -> LogicalCore:
-    chip = CHIPS[generation]
-    lnc = int(float(chip.default_lnc)) if lnc is None else int(lnc)
-    if lnc not in chip.lnc_allowed:
-        raise ValueError(f"{chip.chip_name} supports LNC {chip.lnc_allowed}, not {lnc}")
-    return LogicalCore(chip, lnc)
+    spec = chip(generation)
+    lnc = int(float(spec.default_lnc)) if lnc is None else int(lnc)
+    if lnc not in spec.lnc_allowed:
+        raise ValueError(f"{spec.chip_name} supports LNC {spec.lnc_allowed}, not {lnc}")
+    return LogicalCore(spec, lnc)
+
+
+# --- a target: which hardware a process (or a projection) is on ----------------------------------
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """An instance and one logical core of it: what one ``neuron:N`` device is.
+
+    The one hardware description every layer reads: ``topology.current().target`` is the
+    emulated one (the allocator's capacity, the performance model and the NKI simulator all
+    read that object); a report's profiles are other targets, each with a price."""
+
+    instance: InstanceSpec
+    core: LogicalCore
+
+    @property
+    def generation(self) -> str:
+        return self.instance.generation
+
+    @property
+    def lnc(self) -> int:
+        return self.core.lnc
+
+    @property
+    def cores_per_chip(self) -> int:
+        return self.core.cores_per_chip
+
+    @property
+    def cores_per_instance(self) -> int:
+        return int(float(self.instance.chips)) * self.cores_per_chip
+
+
+def target(instance_name: str, lnc: int | None = None) -> Target:
+    """The target of instance ``instance_name`` at ``lnc`` (default: its chip's default LNC)."""
+    spec = instance(instance_name)
+    return Target(spec, logical_core(spec.generation, lnc))
 
 
 def emulated_instances() -> list[InstanceSpec]:

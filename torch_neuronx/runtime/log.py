@@ -83,9 +83,10 @@ def configure(environ=None) -> None:
 
     import torch
 
-    import torch_neuronx
-
-    _LIBRARY_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, torch_neuronx))
+    # the torch_neuronx package folder: this file's parent's parent (importing the package
+    # from here would close an import circle, since the package imports this module)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    _LIBRARY_DIRS = (os.path.dirname(torch.__file__) + os.sep, package + os.sep)
     _LIBRARY_DIRS += (os.path.dirname(logging.__file__) + os.sep,)  # the standard library
     _configure_driver()
 
@@ -93,9 +94,8 @@ def configure(environ=None) -> None:
 def _configure_driver() -> None:
     from torch_neuronx import _C
 
-    if hasattr(_C, "_set_log_sink"):
-        _C._set_log_sink(_from_driver, _level_number)
-        _C._set_op_source_tracking(_stack_trace, list(_LIBRARY_DIRS))
+    _C._set_log_sink(_from_driver, _level_number)
+    _C._set_op_source_tracking(_stack_trace, list(_LIBRARY_DIRS))
 
 
 def _from_driver(level_number: int, name: str, message: str) -> None:

@@ -9,6 +9,11 @@ each swap is made through :func:`replace`, which records what was replaced and w
 The driver makes one replacement in C++ when it loads, listed here as well (NATIVE): PyTorch's
 CPU allocator. Everything a wrapper adds on a CPU-only program is measured by
 benchmarks/bench_cpu_only.py (BENCHMARKS.md).
+
+A replacement that holds only for a region (the migration report's instrumentation,
+``torch_neuronx.evaluate``) is a :class:`scoped` patch: listed by :func:`installed` while it is
+active, and undone on exit, even through an exception, by restoring exactly the object it
+replaced (scopes of the same attribute nest).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import threading
 import types
 from typing import Any
 
-__all__ = ["Patch", "NATIVE", "replace", "original", "installed"]
+__all__ = ["Patch", "NATIVE", "replace", "original", "installed", "scoped"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,9 +33,10 @@ class Patch:
 
     target: str
     reason: str
+    scoped: bool = False  # a :class:`scoped` patch: in effect only while its region runs
 
     def __str__(self) -> str:
-        return f"{self.target}: {self.reason}"
+        return f"{self.target}{' (scoped)' if self.scoped else ''}: {self.reason}"
 
 
 #: replacements the C++ driver makes when it is loaded (before any Python patch)
@@ -46,6 +52,8 @@ NATIVE = (
 _lock = threading.Lock()
 _patches: dict[str, Patch] = {}
 _originals: dict[str, Any] = {}
+_scopes: dict[str, list] = {}  # target -> the active scoped patches of it, innermost last
+_MISSING = object()  # the attribute was not the owner's own (inherited or absent)
 
 
 def _owner_name(owner) -> str:
@@ -78,6 +86,58 @@ def original(owner, attr: str):
 
 
 def installed() -> list[Patch]:
-    """Every replacement in effect: the driver's (NATIVE), then Python's in install order."""
+    """Every replacement in effect: the driver's (NATIVE), then Python's in install order,
+    then the active :class:`scoped` patches (outermost first)."""
     with _lock:
-        return [*NATIVE, *_patches.values()]
+        active = [p.patch for scopes in _scopes.values() for p in scopes]
+        return [*NATIVE, *_patches.values(), *active]
+
+
+class scoped:
+    """``with scoped(owner, attr, new_value, reason=...) as previous:`` sets
+    ``owner.attr = new_value`` for the region and lists it in :func:`installed`; ``previous`` is
+    the value in effect before (the one a wrapper calls). On exit, normal or through an
+    exception, the previous object is put back exactly (an attribute the owner did not hold
+    itself, e.g. one inherited from a base class, is deleted again). Scopes of one attribute
+    nest; one that ends before a scope opened inside it hands its saved value on to that one,
+    so the last to end still restores the original. Not re-entrant: one object, one region."""
+
+    __slots__ = ("owner", "attr", "new_value", "patch", "_saved", "_active")
+
+    def __init__(self, owner, attr: str, new_value, *, reason: str) -> None:
+        if not reason:
+            raise ValueError(f"patches.scoped({_owner_name(owner)}.{attr}): give the reason")
+        self.owner, self.attr, self.new_value = owner, attr, new_value
+        self.patch = Patch(f"{_owner_name(owner)}.{attr}", reason, scoped=True)
+        self._saved = _MISSING
+        self._active = False
+
+    def __enter__(self):
+        with _lock:
+            if self._active:
+                raise RuntimeError(f"patches.scoped({self.patch.target}) is already active")
+            own = getattr(self.owner, "__dict__", {})
+            self._saved = own[self.attr] if self.attr in own else _MISSING
+            previous = getattr(self.owner, self.attr, None)
+            setattr(self.owner, self.attr, self.new_value)
+            _scopes.setdefault(self.patch.target, []).append(self)
+            self._active = True
+            return previous
+
+    def __exit__(self, *exc) -> None:
+        with _lock:
+            if not self._active:
+                return
+            self._active = False
+            stack = _scopes[self.patch.target]
+            at = next(i for i, p in enumerate(stack) if p is self)
+            del stack[at]
+            if at < len(stack):  # a scope opened inside this one is still active: it restores
+                stack[at]._saved = self._saved
+            elif self._saved is _MISSING:
+                if self.attr in getattr(self.owner, "__dict__", {}):
+                    delattr(self.owner, self.attr)
+            else:
+                setattr(self.owner, self.attr, self._saved)
+            if not stack:
+                del _scopes[self.patch.target]

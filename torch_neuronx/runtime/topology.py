@@ -1,57 +1,95 @@
-"""Emulated instance profiles and the environment variables that shape them.
+"""The emulated instance of this process and the environment variables that shape it.
 
-A `neuron:N` device is one logical NeuronCore. The profiles are the emulated instances of the
+A `neuron:N` device is one logical NeuronCore. The emulated instances are those of the
 hardware table (runtime/hardware.py, every figure with its public source): a Trn2 chip has 8
 physical NeuronCore-v3 and 96 GiB of HBM; a Trn3 chip 8 NeuronCore-v4 and 144 GiB. LNC=2 (the
 default) groups two physical cores into one logical core, which then owns the HBM of both.
+
+``current().target`` (a :class:`hardware.Target`: the table's instance and one logical core of
+it) is the one hardware description of the process: the allocator's capacity comes from it,
+and the performance model and the NKI simulator read the same object.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 
 from torch_neuronx.runtime import env, hardware
 
 GiB = 1 << 30
 
+# The emulated instances are the table's entries with ``emulated=True`` (Trn2 and Trn3; for Trn3
+# the Linux driver names 3xlarge and 48xlarge variants, whose customer availability is
+# unconfirmed, so both are offered for planning). Trn1 is in the table for the performance
+# model only: TorchNeuron supports Trn2 and Trn3.
+DEFAULT_INSTANCE = "trn2.3xlarge"
+
+
+def emulated_instance_names() -> list[str]:
+    """The accepted values of TORCH_NEURONX_EMULATED_INSTANCE, read from the table each time
+    (so a table entry added at run time is one too)."""
+    return sorted(i.name for i in hardware.emulated_instances())
+
 
 @dataclasses.dataclass(frozen=True)
 class InstanceProfile:
-    name: str
-    chips: int
-    physical_cores_per_chip: int
-    hbm_per_chip: int  # bytes
-    core_generation: str  # NeuronCore-v3 (Trn2) / NeuronCore-v4 (Trn3)
-    default_lnc: int = 2
+    """The emulated instance as the runtime reports it: a view of the hardware table's entry
+    (nothing copied, so it cannot disagree with the performance model or the NKI simulator)."""
 
+    spec: hardware.InstanceSpec
 
-def _profile(spec: hardware.InstanceSpec) -> InstanceProfile:
-    chip = spec.chip
-    return InstanceProfile(
-        spec.name,
-        int(spec.chips.value),
-        chip.physical_cores,
-        int(chip.hbm_capacity.value),
-        chip.core.name,
-        int(chip.default_lnc.value),
-    )
+    @property
+    def name(self) -> str:
+        return self.spec.name
 
+    @property
+    def generation(self) -> str:  # "trn2" / "trn3", as everywhere else
+        return self.spec.generation
 
-# The emulated instances of the hardware table (Trn2 and Trn3; for Trn3 the Linux driver names
-# 3xlarge and 48xlarge variants, whose customer availability is unconfirmed, so both are
-# offered for planning). Trn1 is in the table for the performance model only: TorchNeuron
-# supports Trn2 and Trn3.
-PROFILES = {spec.name: _profile(spec) for spec in hardware.emulated_instances()}
-DEFAULT_PROFILE = "trn2.3xlarge"
+    @property
+    def core_name(self) -> str:  # "NeuronCore-v3" (Trn2) / "NeuronCore-v4" (Trn3)
+        return self.spec.chip.core.name
+
+    @property
+    def chips(self) -> int:
+        return int(float(self.spec.chips))
+
+    @property
+    def physical_cores_per_chip(self) -> int:
+        return self.spec.chip.physical_cores
+
+    @property
+    def hbm_per_chip(self) -> int:  # bytes
+        return int(float(self.spec.chip.hbm_capacity))
+
+    @property
+    def default_lnc(self) -> int:
+        return int(float(self.spec.chip.default_lnc))
 
 
 @dataclasses.dataclass(frozen=True)
 class Topology:
-    profile: InstanceProfile
-    lnc: int
+    target: hardware.Target  # the instance and one logical core of it: what every layer models
     visible_cores: tuple[int, ...]  # logical core ids, in device-index order
-    hbm_per_core: int
+    hbm_per_core: int  # the allocator's capacity: the core's HBM unless TORCH_NEURONX_HBM_PER_CORE
+
+    @property
+    def instance(self) -> hardware.InstanceSpec:
+        return self.target.instance
+
+    @property
+    def core(self) -> hardware.LogicalCore:
+        return self.target.core
+
+    @property
+    def lnc(self) -> int:
+        return self.target.lnc
+
+    @functools.cached_property
+    def profile(self) -> InstanceProfile:
+        return InstanceProfile(self.target.instance)
 
     @property
     def device_count(self) -> int:
@@ -59,7 +97,7 @@ class Topology:
 
     @property
     def logical_cores_total(self) -> int:
-        return self.profile.chips * self.profile.physical_cores_per_chip // self.lnc
+        return self.target.cores_per_instance
 
 
 def parse_size(text: str) -> int:
@@ -101,14 +139,21 @@ def parse_core_list(text: str, total: int) -> tuple[int, ...]:
 def from_environment(environ=None) -> Topology:
     """The topology ``environ`` (default: os.environ) asks for."""
     name = env.choice(
-        "TORCH_NEURONX_EMULATED_INSTANCE", sorted(PROFILES), DEFAULT_PROFILE, environ=environ
+        "TORCH_NEURONX_EMULATED_INSTANCE",
+        emulated_instance_names(),
+        DEFAULT_INSTANCE,
+        environ=environ,
     )
-    profile = PROFILES[name]
+    spec = hardware.instance(name)
+    chip = spec.chip
     lnc_text = env.choice(
-        "NEURON_LOGICAL_NC_CONFIG", ("1", "2"), str(profile.default_lnc), environ=environ
+        "NEURON_LOGICAL_NC_CONFIG",
+        tuple(str(n) for n in chip.lnc_allowed),
+        str(int(float(chip.default_lnc))),
+        environ=environ,
     )
-    lnc = int(lnc_text)
-    total = profile.chips * profile.physical_cores_per_chip // lnc
+    target = hardware.Target(spec, hardware.logical_core(spec.generation, int(lnc_text)))
+    total = target.cores_per_instance
     visible = tuple(range(total))
     visible_text = env.text("NEURON_RT_VISIBLE_CORES", environ=environ)
     if visible_text is not None:
@@ -120,11 +165,11 @@ def from_environment(environ=None) -> Topology:
                 f"NEURON_RT_NUM_CORES={n}: between 1 and the {len(visible)} visible cores"
             )
         visible = visible[:n]
-    hbm = profile.hbm_per_chip * lnc // profile.physical_cores_per_chip
+    hbm = target.core.hbm_capacity
     hbm_text = env.text("TORCH_NEURONX_HBM_PER_CORE", environ=environ)
     if hbm_text is not None:
         hbm = parse_size(hbm_text)
-    return Topology(profile, lnc, visible, hbm)
+    return Topology(target, visible, hbm)
 
 
 _current: Topology | None = None

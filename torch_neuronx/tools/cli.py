@@ -8,39 +8,13 @@ import platform
 import sys
 
 from torch_neuronx.tools import cost
-
-
-def _console():
-    try:
-        from rich.console import Console
-
-        return Console()
-    except ImportError:  # rich is optional: plain text then
-        return None
-
-
-def _print_table(title: str, headers: list[str], rows: list[list[str]]) -> None:
-    con = _console()
-    if con is not None:
-        from rich.table import Table
-
-        t = Table(title=title)
-        for h in headers:
-            t.add_column(h)
-        for r in rows:
-            t.add_row(*[str(c) for c in r])
-        con.print(t)
-        return
-    print(title)
-    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows, strict=True)]
-    for r in [headers, *rows]:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)))
+from torch_neuronx.tools.table import print_table as _print_table
 
 
 def cmd_info(args) -> int:
     import torch
 
-    import torch_neuronx
+    from torch_neuronx._version import __version__
     from torch_neuronx.runtime import topology
 
     topo = topology.current()
@@ -48,7 +22,7 @@ def cmd_info(args) -> int:
         print(
             json.dumps(
                 {
-                    "torch_neuronx": torch_neuronx.__version__,
+                    "torch_neuronx": __version__,
                     "torch": torch.__version__,
                     "python": platform.python_version(),
                     "profile": topo.profile.name,
@@ -67,12 +41,12 @@ def cmd_info(args) -> int:
         )
         return 0
     print(
-        f"torch_neuronx {torch_neuronx.__version__}  torch {torch.__version__}  "
+        f"torch_neuronx {__version__}  torch {torch.__version__}  "
         f"python {platform.python_version()}"
     )
     print(
         f"emulated instance: {topo.profile.name} ({topo.profile.chips} chip(s) x "
-        f"{topo.profile.physical_cores_per_chip} {topo.profile.core_generation}), "
+        f"{topo.profile.physical_cores_per_chip} {topo.profile.core_name}), "
         f"LNC={topo.lnc}, {topo.logical_cores_total} logical cores, {topo.device_count} visible"
     )
     rows = [

@@ -51,7 +51,7 @@ def cmd_cost(args) -> int:
     from torch_neuronx.perf import estimate
     from torch_neuronx.runtime import hardware
 
-    from .cli import _print_table
+    from .table import print_table as _print_table
 
     shapes = [estimate.parse_shape(s) for s in args.shapes]
     dtype = estimate.parse_dtype(args.dtype)

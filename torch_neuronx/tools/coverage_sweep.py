@@ -359,7 +359,7 @@ where every comparable sample must pass (it does), and by unit tests of its own 
 (`test_harness_detects_mismatch`, `test_harness_preserves_layout`).
 
 Every OpInfo in PyTorch's `op_db` (`torch.testing._internal.common_methods_invocations`,
-shipped in the wheel) is swept by `torch_neuronx/testing/opinfo.py`. Each sample is generated
+shipped in the wheel) is swept by `torch_neuronx/testing/opinfo/`. Each sample is generated
 on CPU (seeded), cloned to the device with its exact layout (sizes, strides, storage offset,
 overlapping/expanded memory), run on the device and on CPU, and compared: same output
 structure, dtype, shape, device type, values within the OpInfo's tolerances
@@ -405,7 +405,7 @@ random `grad_outputs` on both sides; all input gradients compared.
 * Random ops are checked statistically in `tests/eager/test_random_ops.py`, not here.
 
 Known failures, with their reasons, are listed in `KNOWN_FAILURES` in
-`torch_neuronx/testing/opinfo.py` (CI reports them as expected failures).
+`torch_neuronx/testing/opinfo/known_failures.py` (CI reports them as expected failures).
 """)
     L.append("## Pass rates\n")
     L.append(
@@ -622,8 +622,8 @@ def main(argv=None) -> int:
     p.add_argument(
         "--known-failures",
         action="store_true",
-        help="print KNOWN_FAILURES / KNOWN_CRASHES for torch_neuronx/testing/opinfo.py "
-        "from --results",
+        help="print KNOWN_FAILURES / KNOWN_CRASHES for "
+        "torch_neuronx/testing/opinfo/known_failures.py from --results",
     )
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)

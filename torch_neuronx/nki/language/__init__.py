@@ -9,8 +9,9 @@ from __future__ import annotations
 from .. import dtypes as _dt
 from ..indexing import Mask, arange, ds, mgrid  # noqa: F401
 from ..ops import OPS as _OPS
+from ..storage import MemoryRegion
 from ..target import tile_size  # noqa: F401
-from ..tensor import MemoryRegion, NkiTensor  # noqa: F401
+from ..tensor import NkiTensor  # noqa: F401
 from .control import (  # noqa: F401 - the nki.language API
     affine_range,
     device_print,

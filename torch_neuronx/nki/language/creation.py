@@ -15,7 +15,9 @@ import torch
 from .. import dtypes, execution, isa
 from ..alloc import ndarray as _alloc
 from ..errors import NkiUnsupportedError, fail
-from ..tensor import MemoryRegion, NkiTensor
+from ..storage import MemoryRegion
+from ..tensor import NkiTensor
+from ..tensor_base import register_language
 
 sbuf = MemoryRegion.sbuf
 
@@ -162,3 +164,7 @@ def broadcast_to(x, shape, dtype=None) -> NkiTensor:
 
 def _numel(shape) -> int:
     return math.prod(shape)
+
+
+# t.broadcast_to(shape) on NKI tensors
+register_language(broadcast_to=broadcast_to)

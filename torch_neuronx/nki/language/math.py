@@ -16,8 +16,11 @@ import torch
 from .. import dtypes, isa
 from ..alloc import ndarray as _alloc
 from ..errors import NkiUnsupportedError, fail
+from ..indexed import IndexedTensor
 from ..ops import ARITH, BITVEC, CMP, LOGICAL, OPS
-from ..tensor import IndexedTensor, MemoryRegion, NkiTensor
+from ..storage import MemoryRegion
+from ..tensor import NkiTensor
+from ..tensor_base import register_language
 
 sbuf = MemoryRegion.sbuf
 
@@ -315,3 +318,14 @@ negative = OPS["negative"]
 abs_max = OPS["abs_max"]
 abs_min = OPS["abs_min"]
 _ = IndexedTensor
+
+# the Python operators on NKI tensors (a + b is nl.add(a, b))
+register_language(
+    add=add,
+    subtract=subtract,
+    multiply=multiply,
+    divide=divide,
+    power=power,
+    negative=negative,
+    abs=abs,
+)

@@ -8,7 +8,10 @@ import torch
 from .. import dtypes, isa
 from ..alloc import ndarray as _alloc
 from ..errors import fail
-from ..tensor import IndexedTensor, MemoryRegion, NkiTensor
+from ..indexed import IndexedTensor
+from ..storage import MemoryRegion
+from ..tensor import NkiTensor
+from ..tensor_base import register_language
 
 sbuf, psum = MemoryRegion.sbuf, MemoryRegion.psum
 
@@ -126,3 +129,6 @@ def _is_tile(x) -> bool:
 __all__ = ["load", "load_transpose2d", "store", "copy", "assign", "matmul", "transpose"]
 
 _ = torch  # torch is used by type hints in callers
+
+# t[key] = value and t.astype(dtype) on NKI tensors
+register_language(assign=assign, copy=copy)

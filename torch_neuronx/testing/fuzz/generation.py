@@ -1,135 +1,14 @@
-"""Differential fuzzing: random tensor programs run on neuron and on CPU must agree.
-
-A seeded generator writes small Python programs (a list of statements over named tensors): input
-creation, views, transposes, slicing, in-place updates through views, reductions, indexing and
-index_put, dtype conversions, broadcasting elementwise ops, ``out=`` arguments, and a few
-statements that must raise. Each statement is tried on CPU while the program is generated, so
-the program is valid where it means to be (a statement that raises on CPU is kept only
-sometimes: neuron must then raise the same exception type).
-
-Each program then runs from scratch on CPU and on neuron; the check requires, for every tensor
-left in the program's namespace:
-
-- the same dtype, shape, strides and storage offset;
-- the same aliasing (two names share storage on neuron exactly when they do on CPU: a view op
-  that copied, or an in-place update that did not reach the base, shows up here);
-- the same values, **exactly** (bitwise: NaN equal to NaN, -0.0 unequal to 0.0): kernels run
-  CPU's own code on device memory. The one stated exception is data produced by float64/complex128 arithmetic, which
-  TorchNeuron runs in float32 by policy (docs/eager.md): such tensors are compared with a
-  float32-level tolerance (``APPROX_RTOL``/``APPROX_ATOL``, scaled by the tensor's magnitude).
-  The generator tracks which storages hold such data and never turns it into integers, masks,
-  indices or comparisons, where a float32-sized difference could change a discrete result; an
-  integer view of such a storage is compared on metadata only.
-- the same outcome of every statement (both succeed, or both raise the same exception type).
-
-A failing program is shrunk (statements are dropped while the program still fails) and printed
-as a self-contained Python reproducer. ``run(seeds)`` returns a ``Report`` with what the run
-covered (programs, statements, statements per kind, failures). Open bugs the fuzzer finds are
-``KNOWN_BUGS`` (each with its reproducer); ``known_bug(failure)`` says which one explains a
-failure. From the command line: ``python -m torch_neuronx.testing.fuzz --programs 1000``.
-"""
+"""Program generation: a seeded generator writes statements over named tensors, trying each
+on CPU while it writes so that the program is valid where it means to be."""
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import warnings
-from collections import Counter
-from collections.abc import Iterable
 
 import torch
 
-__all__ = [
-    "KNOWN_BUGS",
-    "Failure",
-    "KnownBug",
-    "Program",
-    "Report",
-    "Statement",
-    "check",
-    "compare",
-    "generate",
-    "known_bug",
-    "reproducer",
-    "run",
-    "shrink",
-]
-
-APPROX_RTOL = 1e-4
-APPROX_ATOL = 1e-5
-
-_FLOATS = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
-_INTS = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
-_INPUT_DTYPES = (
-    (torch.float32, 6),
-    (torch.int64, 3),
-    (torch.float64, 2),
-    (torch.int32, 2),
-    (torch.bool, 1),
-    (torch.float16, 1),
-    (torch.bfloat16, 1),
-    (torch.int16, 1),
-    (torch.int8, 1),
-    (torch.uint8, 1),
-    (torch.complex64, 1),
-    (torch.complex128, 1),
-)
-_WIDE = (torch.float64, torch.complex128)  # arithmetic runs in 32 bits by policy
-
-KINDS = (
-    "input",
-    "view",
-    "transpose",
-    "slice",
-    "inplace",
-    "reduction",
-    "indexing",
-    "index_put",
-    "conversion",
-    "broadcast",
-    "out",
-    "cat",
-    "matmul",
-    "error",
-)
-
-
-@dataclasses.dataclass
-class Statement:
-    kind: str
-    code: str
-
-
-@dataclasses.dataclass
-class Program:
-    seed: int
-    statements: list[Statement]
-    approx: set[str]  # names whose data may come from 64-bit arithmetic (compared with tolerance)
-
-
-@dataclasses.dataclass
-class Failure:
-    program: Program
-    message: str
-
-
-@dataclasses.dataclass
-class Report:
-    programs: int = 0
-    statements: int = 0
-    kinds: Counter = dataclasses.field(default_factory=Counter)
-    failures: list[Failure] = dataclasses.field(default_factory=list)
-
-    def summary(self) -> str:
-        kinds = ", ".join(f"{k} {self.kinds[k]}" for k in KINDS if self.kinds[k])
-        return (
-            f"{self.programs} programs, {self.statements} statements ({kinds}); "
-            f"{len(self.failures)} failing"
-        )
-
-
-# --------------------------------------------------------------------------------------------
-# Generation
+from .program import FLOATS, INPUT_DTYPES, INTS, WIDE, Program, Statement, storage_of
 
 
 def _dtype_name(dt: torch.dtype) -> str:
@@ -186,7 +65,7 @@ class _Gen:
     # -- statements
     def input(self) -> str:
         r = self.rng
-        dtypes, weights = zip(*_INPUT_DTYPES, strict=True)
+        dtypes, weights = zip(*INPUT_DTYPES, strict=True)
         dt = r.choices(dtypes, weights)[0]
         ndim = r.choice([0, 1, 1, 2, 2, 2, 3, 3, 4])
         shape = tuple(
@@ -365,7 +244,7 @@ class _Gen:
                 f"{x}.addcmul_({y}, {y}, value=0.5)",
                 f"{x}.lerp_({y}, 0.25)",
             ]
-        if t.dtype in _INTS or t.dtype == torch.bool:
+        if t.dtype in INTS or t.dtype == torch.bool:
             opts += [f"{x}.bitwise_and_({y})", f"{x}.bitwise_xor_({y})"]
         masks = self.exact_names(
             lambda u, k: u.dtype == torch.bool and _broadcastable(u.shape, t.shape)
@@ -409,7 +288,7 @@ class _Gen:
                 f"{x}.norm()",
             ]
             opts.append(f"{x}.sum({d}, dtype=torch.float64)")
-        if t.dtype in _INTS or t.dtype == torch.bool:
+        if t.dtype in INTS or t.dtype == torch.bool:
             opts += [
                 f"{x}.sum({d}, dtype=torch.int32)",
                 f"{x}.prod({d})",
@@ -522,9 +401,9 @@ class _Gen:
             return None
         t = self.ns[x]
         n = self.fresh()
-        targets = list(_FLOATS) + [torch.complex64, torch.complex128]
+        targets = list(FLOATS) + [torch.complex64, torch.complex128]
         if not self.is_approx(x):
-            targets += list(_INTS) + [torch.bool]
+            targets += list(INTS) + [torch.bool]
         dt = _dtype_name(r.choice(targets))
         opts = [
             f"{x}.to({dt})",
@@ -575,7 +454,7 @@ class _Gen:
                 f"{x}.sqrt()",
                 f"torch.lerp({x}, {x}, 0.5)",
             ]
-        if t.dtype in _INTS:
+        if t.dtype in INTS:
             # floor division and remainder by an integer scalar: against a float64 operand they
             # would run in float32 (policy), where a large int64 loses the digits they keep
             k = self.rng.choice(["3", "-2", "5"])
@@ -594,12 +473,12 @@ class _Gen:
         y = self._operand(t, exact=False)
         # an out= argument that shares memory with an input is undefined behaviour (CPU only
         # catches some of it), so out= targets never alias the inputs
-        used = {_storage(self.ns[k]) for k in (x, y) if k in self.ns}
+        used = {storage_of(self.ns[k]) for k in (x, y) if k in self.ns}
         z = self.pick(
             self.names(
                 lambda u, k: (
                     (not approx or u.dtype.is_floating_point or u.dtype.is_complex)
-                    and _storage(u) not in used
+                    and storage_of(u) not in used
                 )
             )
         )
@@ -724,7 +603,7 @@ class _Gen:
         return Program(self.seed, self.statements, approx)
 
     def _add(self, kind: str, code: str, keep_error: bool) -> bool:
-        before = {k: _storage(v) for k, v in self.ns.items() if isinstance(v, torch.Tensor)}
+        before = {k: storage_of(v) for k, v in self.ns.items() if isinstance(v, torch.Tensor)}
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -751,17 +630,17 @@ class _Gen:
         wide = (
             "float64" in code
             or "complex128" in code
-            or any(k in self.ns and self.ns[k].dtype in _WIDE for k in reads)
+            or any(k in self.ns and self.ns[k].dtype in WIDE for k in reads)
         )
         if not (reads_approx or (arithmetic and wide)):
             return
         for k, v in self.ns.items():
             if not isinstance(v, torch.Tensor):
                 continue  # any dtype: integers computed from such data are not exact either
-            new = k not in before or before[k] != _storage(v)
+            new = k not in before or before[k] != storage_of(v)
             written = code.startswith((f"{k}.", f"{k}[")) or f"out={k})" in code
             if new or written:
-                self.approx_storages.add(_storage(v))
+                self.approx_storages.add(storage_of(v))
 
 
 # Kinds whose statements compute values (the others only move or select them), and the calls
@@ -799,10 +678,6 @@ _MOVEMENT_CALLS = (
 )
 
 
-def _storage(t: torch.Tensor) -> int:
-    return t.untyped_storage().data_ptr()
-
-
 def _mentions(code: str, name: str) -> bool:
     import re
 
@@ -818,214 +693,3 @@ def _broadcastable(a, b) -> bool:
 
 def generate(seed: int, length: int = 14) -> Program:
     return _Gen(seed, length).build()
-
-
-# --------------------------------------------------------------------------------------------
-# Open bugs the fuzzer finds. Each has a test: its reproducer must still fail (the test suite
-# turns that into a strict expected failure, so the entry must go with the fix), and a CI
-# program whose shrunk failure matches it is reported as that bug instead of a new failure.
-
-
-@dataclasses.dataclass(frozen=True)
-class KnownBug:
-    name: str
-    reason: str
-    reproducer: tuple[str, ...]  # statements (using `dev`) that must differ between CPU and neuron
-    message: str = ""  # regex on the failure message
-    program: str = ""  # regex on the shrunk program's code (one statement per line)
-
-    def matches(self, failure: Failure) -> bool:
-        import re
-
-        code = "\n".join(st.code for st in failure.program.statements)
-        return bool(
-            (not self.message or re.search(self.message, failure.message))
-            and (not self.program or re.search(self.program, code, re.M))
-        )
-
-
-# regex for KnownBug.program: a program that involves 64-bit floats
-_WIDE_RE = r"(float64|complex128|\.double\(\))"
-KNOWN_BUGS: tuple[KnownBug, ...] = (
-    # None open. Fixed (reproducers kept as tests): f64-data-movement-rounds and
-    # f64-out-layout (tests/eager/test_float64_exact_ops.py, test_float64_out_layout.py),
-    # overlap-checks-missing (tests/eager/test_memory_overlap.py).
-)
-
-
-def known_bug(failure: Failure) -> KnownBug | None:
-    return next((b for b in KNOWN_BUGS if b.matches(failure)), None)
-
-
-# --------------------------------------------------------------------------------------------
-# Running and comparing
-
-
-def _execute(statements: Iterable[Statement], device: str):
-    ns: dict = {"torch": torch, "dev": device}
-    outcomes = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for st in statements:
-            try:
-                exec(st.code, ns)
-                outcomes.append(None)
-            except Exception as e:  # the outcome is compared across devices
-                outcomes.append(e)
-    tensors = {k: v for k, v in ns.items() if isinstance(v, torch.Tensor)}
-    return outcomes, tensors
-
-
-def _compare_values(name: str, c: torch.Tensor, n: torch.Tensor, approx: bool) -> str | None:
-    n = n.cpu()
-    if approx and not (c.dtype.is_floating_point or c.dtype.is_complex):
-        # the bits of 64-bit-arithmetic results seen through an integer view: no tolerance
-        # applies to them, so only dtype, shape, strides and aliasing are compared
-        return None
-    if c.dtype.is_complex:
-        c, n = torch.view_as_real(c.resolve_conj()), torch.view_as_real(n.resolve_conj())
-    if approx and (c.dtype.is_floating_point):
-        c64, n64 = c.double(), n.double()
-        same_nan = torch.equal(c64.isnan(), n64.isnan())
-        fin = c64.isfinite() & n64.isfinite()
-        same_inf = (
-            torch.equal(c64[~fin & ~c64.isnan()], n64[~fin & ~c64.isnan()]) if same_nan else False
-        )
-        scale = c64[fin].abs().max().item() if fin.any() else 1.0
-        close = torch.allclose(
-            c64[fin], n64[fin], rtol=APPROX_RTOL, atol=APPROX_ATOL * max(1.0, scale)
-        )
-        if same_nan and same_inf and close:
-            return None
-        return f"{name}: values differ beyond the float32-level tolerance (64-bit arithmetic)\n  cpu:    {c}\n  neuron: {n}"
-    if c.dtype.is_floating_point:
-        equal = torch.equal(c.isnan(), n.isnan()) and torch.equal(
-            torch.nan_to_num(c, nan=0.0), torch.nan_to_num(n, nan=0.0)
-        )
-        if equal:
-            # bitwise: +0.0 vs -0.0 and NaN payloads aside, equal floats have equal bits
-            equal = torch.equal(torch.signbit(c) | c.isnan(), torch.signbit(n) | n.isnan())
-    else:
-        equal = torch.equal(c, n)
-    if equal:
-        return None
-    return f"{name}: values differ\n  cpu:    {c}\n  neuron: {n}"
-
-
-def compare(program: Program, device: str = "neuron") -> str | None:
-    """Runs the program on CPU and on `device`; returns the first difference, or None."""
-    c_out, c_ts = _execute(program.statements, "cpu")
-    n_out, n_ts = _execute(program.statements, device)
-    for st, ce, ne in zip(program.statements, c_out, n_out, strict=True):
-        if (ce is None) != (ne is None) or (ce is not None and type(ce) is not type(ne)):
-
-            def desc(e):
-                return "ok" if e is None else f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
-
-            return f"statement `{st.code}`: cpu {desc(ce)}; {device} {desc(ne)}"
-    if set(c_ts) != set(n_ts):
-        return f"names differ: cpu {sorted(c_ts)} vs {device} {sorted(n_ts)}"
-    groups_c: dict[int, list[str]] = {}
-    groups_n: dict[int, list[str]] = {}
-    for k in sorted(c_ts):
-        c, n = c_ts[k], n_ts[k]
-        if n.device.type != device:  # every tensor of a program lives on `dev`
-            return f"{k}: on {n.device} on {device}"
-        if c.dtype != n.dtype:
-            return f"{k}: dtype {n.dtype} on {device}, {c.dtype} on cpu"
-        if c.shape != n.shape:
-            return f"{k}: shape {tuple(n.shape)} on {device}, {tuple(c.shape)} on cpu"
-        if c.numel() > 1 and (c.stride() != n.stride() or c.storage_offset() != n.storage_offset()):
-            return (
-                f"{k}: strides/offset {n.stride()}/{n.storage_offset()} on {device}, "
-                f"{c.stride()}/{c.storage_offset()} on cpu"
-            )
-        msg = _compare_values(k, c, n, k in program.approx)
-        if msg:
-            return msg
-        groups_c.setdefault(_storage(c), []).append(k)
-        groups_n.setdefault(_storage(n), []).append(k)
-    alias_c = sorted(sorted(g) for g in groups_c.values() if len(g) > 1)
-    alias_n = sorted(sorted(g) for g in groups_n.values() if len(g) > 1)
-    if alias_c != alias_n:
-        return f"storage sharing differs: cpu {alias_c} vs {device} {alias_n}"
-    return None
-
-
-def check(program: Program, device: str = "neuron") -> Failure | None:
-    msg = compare(program, device)
-    return Failure(program, msg) if msg else None
-
-
-def shrink(failure: Failure, device: str = "neuron") -> Failure:
-    """Drops statements while the program still fails (any difference), to a fixpoint."""
-    prog = failure.program
-    msg = failure.message
-    changed = True
-    while changed:
-        changed = False
-        for i in reversed(range(len(prog.statements))):
-            cand = Program(prog.seed, prog.statements[:i] + prog.statements[i + 1 :], prog.approx)
-            m = compare(cand, device)
-            if m:
-                prog, msg, changed = cand, m, True
-    return Failure(prog, msg)
-
-
-def reproducer(failure: Failure, device: str = "neuron") -> str:
-    """A self-contained script: runs the statements on CPU and on the device and compares."""
-    body = "\n".join(f"    {s.code}" for s in failure.program.statements)
-    return (
-        f"# torch_neuronx fuzz reproducer (seed {failure.program.seed}): {failure.message.splitlines()[0]}\n"
-        "import torch\n\n"
-        "def program(dev):\n"
-        f"{body}\n"
-        "    return {k: v for k, v in locals().items() if isinstance(v, torch.Tensor)}\n\n"
-        f'cpu, dev = program("cpu"), program("{device}")\n'
-        "for k in cpu:\n"
-        "    c, d = cpu[k], dev[k].cpu()\n"
-        "    print(k, c.dtype == d.dtype and c.shape == d.shape and c.stride() == d.stride()"
-        " and torch.equal(c, d))\n"
-    )
-
-
-def run(
-    seeds: Iterable[int], device: str = "neuron", length: int = 14, shrink_failures: bool = True
-) -> Report:
-    report = Report()
-    for seed in seeds:
-        prog = generate(seed, length)
-        report.programs += 1
-        report.statements += len(prog.statements)
-        report.kinds.update(s.kind for s in prog.statements)
-        fail = check(prog, device)
-        if fail:
-            report.failures.append(shrink(fail, device) if shrink_failures else fail)
-    return report
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    ap = argparse.ArgumentParser(description="differential fuzzing: neuron vs CPU")
-    ap.add_argument("--programs", type=int, default=1000)
-    ap.add_argument("--start", type=int, default=0, help="first seed")
-    ap.add_argument("--length", type=int, default=14, help="statements per program")
-    args = ap.parse_args(argv)
-    report = run(range(args.start, args.start + args.programs), length=args.length)
-    print(report.summary())
-    seen = set()
-    for f in report.failures:
-        key = f.message.splitlines()[0]
-        if key in seen:
-            continue
-        seen.add(key)
-        bug = known_bug(f)
-        print(
-            "\n" + (f"# open bug {bug.name}: {bug.reason}\n" if bug else "# NEW\n") + reproducer(f)
-        )
-    return 1 if report.failures else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,0 +1,85 @@
+"""``nki.isa``: the NeuronCore's instructions, simulated one vectorised torch op each.
+
+Signatures follow AWS's NKI 0.7 (Neuron 2.33) API: the destination comes first (``dst``) and
+is written in place. Every instruction checks the rules its AWS page states (buffers,
+partition and free sizes, dtypes, PSUM banks) and raises :class:`NkiValidationError` naming
+the kernel line. The legacy ``mask=`` keyword (``nl.arange`` predicates) is accepted.
+
+One module per instruction family: ``enums`` (NKI's enums), ``data_movement`` (DMA, copies,
+memset), ``matmul`` (Tensor Engine: matmul, transpose), ``vector_alu`` (element-wise and reductions),
+``activations`` (Scalar Engine), ``patterns`` (GpSimd iota/select), ``statistics``
+(batch-norm), ``accumulators`` (the engines' reduce registers), ``unsupported`` (documented
+names that are not simulated). What every instruction does around its math (operand checks,
+cost record) is in ``nki/isa_common.py``.
+"""
+
+from __future__ import annotations
+
+from ..errors import NkiValidationError
+from .activations import activation, activation_reduce, exponential, reciprocal
+from .data_movement import dma_copy, dma_transpose, memset, tensor_copy, tensor_copy_predicated
+from .enums import (  # noqa: F401 - nki.isa's names, including the engine aliases
+    dge_mode,
+    dma_engine,
+    engine,
+    get_nc_sub_version,
+    get_nc_version,
+    gpsimd_engine,
+    matmul_perf_mode,
+    nc_version,
+    oob_mode,
+    reduce_cmd,
+    scalar_engine,
+    tensor_engine,
+    unknown_engine,
+    vector_engine,
+)
+from .matmul import nc_matmul, nc_transpose
+from .patterns import affine_select, iota, select_reduce
+from .statistics import bn_aggr, bn_stats
+from .unsupported import NOT_SIMULATED, NkiInstruction, VirtualRegister  # noqa: F401
+from .vector_alu import (
+    scalar_tensor_tensor,
+    tensor_partition_reduce,
+    tensor_reduce,
+    tensor_scalar,
+    tensor_scalar_reduce,
+    tensor_tensor,
+)
+
+globals().update(NOT_SIMULATED)  # nisa.nc_matmul_mx(...) raises NkiUnsupportedError
+
+__all__ = [
+    "engine",
+    "reduce_cmd",
+    "dge_mode",
+    "oob_mode",
+    "matmul_perf_mode",
+    "nc_version",
+    "dma_engine",
+    "NkiValidationError",
+    "get_nc_version",
+    "get_nc_sub_version",
+    "dma_copy",
+    "dma_transpose",
+    "tensor_copy",
+    "memset",
+    "tensor_copy_predicated",
+    "nc_matmul",
+    "nc_transpose",
+    "tensor_tensor",
+    "tensor_scalar",
+    "scalar_tensor_tensor",
+    "tensor_reduce",
+    "tensor_partition_reduce",
+    "tensor_scalar_reduce",
+    "activation",
+    "activation_reduce",
+    "reciprocal",
+    "exponential",
+    "iota",
+    "affine_select",
+    "select_reduce",
+    "bn_stats",
+    "bn_aggr",
+]

@@ -1,0 +1,155 @@
+"""Data movement: DMA copies and transposes, engine copies, memset, predicated copy."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .. import dtypes, execution
+from ..errors import fail
+from ..isa_common import (
+    DMA_OK,
+    ON_CHIP,
+    PSUM,
+    SBUF_ONLY,
+    operand,
+    record,
+    record_dma,
+    same_free,
+    unary_operands,
+    write,
+)
+from .arguments import engine_name, mask_of
+from .enums import dge_mode, engine, oob_mode
+
+
+def dma_copy(
+    dst,
+    src,
+    priority=None,
+    oob_mode=oob_mode.error,
+    dge_mode=dge_mode.unknown,
+    engine=engine.unknown,
+    name=None,
+    mask=None,
+):
+    """Copy ``src`` to ``dst`` with the DMA engines (HBM/SBUF); casts through float32."""
+    ex = execution.begin("dma_copy")
+    operand(ex, "dma_copy", "dst", dst, DMA_OK, write=True)
+    operand(ex, "dma_copy", "src", src, DMA_OK)
+    if dst.size != src.size:
+        fail(
+            f"nisa.dma_copy: src has {src.size} elements (shape {src.shape}) but dst has "
+            f"{dst.size} (shape {dst.shape}); the element counts must match"
+        )
+    if mask is not None and tuple(src.shape) != tuple(dst.shape):
+        fail("nisa.dma_copy: a mask needs src and dst of the same shape")
+    record_dma(ex, src.size * dtypes.itemsize(src.dtype))
+    if ex.compute:
+        m = mask_of(mask, dst)
+        v = src.read(m)
+        if src.dtype != dst.dtype and dtypes.is_float(src.dtype) != dtypes.is_float(dst.dtype):
+            v = v.float()
+        write(dst, v, m)
+
+
+def dma_transpose(
+    dst,
+    src,
+    axes=None,
+    priority=None,
+    dge_mode=dge_mode.unknown,
+    oob_mode=oob_mode.error,
+    name=None,
+):
+    """Transpose ``src`` (HBM or SBUF) into SBUF with the DMA engines."""
+    ex = execution.begin("dma_transpose")
+    operand(ex, "dma_transpose", "dst", dst, SBUF_ONLY, write=True)
+    operand(ex, "dma_transpose", "src", src, DMA_OK)
+    if src.dtype != dst.dtype:
+        fail(
+            f"nisa.dma_transpose: src is {dtypes.name(src.dtype)} but dst is "
+            f"{dtypes.name(dst.dtype)}; they must be the same dtype"
+        )
+    nd = len(src.shape)
+    default = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
+    if nd not in default:
+        fail(f"nisa.dma_transpose supports 2-D to 4-D tiles, got {src.shape}")
+    perm = tuple(axes) if axes is not None else default[nd]
+    if perm != default[nd]:
+        fail(f"nisa.dma_transpose: axes {perm} not supported for a {nd}-D tile; use {default[nd]}")
+    shape = tuple(src.shape[a] for a in perm)
+    if math.prod(dst.shape) != math.prod(shape) or dst.shape[0] != shape[0]:
+        fail(
+            f"nisa.dma_transpose: dst shape {dst.shape} does not match the transposed shape {shape}"
+        )
+    record_dma(ex, src.size * dtypes.itemsize(src.dtype))
+    if ex.compute:
+        write(dst, src.read().permute(perm))
+
+
+def tensor_copy(dst, src, engine=engine.unknown, name=None, mask=None):
+    """Copy an on-chip tile (SBUF/PSUM) with the Vector, Scalar or GpSimd Engine."""
+    ex = execution.begin("tensor_copy")
+    eng = engine_name(engine, "vector")
+    unary_operands(ex, "tensor_copy", dst, src, "src")
+    if eng == "gpsimd" and PSUM in (src.buffer, dst.buffer):
+        fail("nisa.tensor_copy: the GpSimd Engine cannot access PSUM; use engine=vector or scalar")
+    if eng not in ("vector", "scalar", "gpsimd"):
+        fail(f"nisa.tensor_copy runs on the vector, scalar or gpsimd engine, not {eng}")
+    record(ex, eng, src)
+    if ex.compute:
+        m = mask_of(mask, dst)
+        v = src.read(m)
+        if src.dtype != dst.dtype:
+            v = v.float()
+        write(dst, v, m)
+
+
+def memset(dst, value, engine=engine.unknown, name=None, mask=None):
+    """Fill an on-chip tile with a compile-time constant."""
+    ex = execution.begin("memset")
+    eng = engine_name(engine, "vector")
+    operand(ex, "memset", "dst", dst, ON_CHIP, write=True)
+    if not isinstance(value, (int, float, bool)):
+        fail(f"nisa.memset: value must be a compile-time constant number, got {value!r}")
+    if eng == "gpsimd" and dst.buffer is PSUM:
+        fail("nisa.memset: the GpSimd Engine cannot access PSUM; use engine=vector")
+    record(ex, eng, dst)
+    if ex.compute:
+        m = mask_of(mask, dst)
+        if m is None and hasattr(dst, "tensor"):
+            dst.tensor.fill_(value)
+        else:
+            dst.write(torch.full(dst.shape, value, dtype=dtypes.storage_dtype(dst.dtype)), m)
+
+
+def tensor_copy_predicated(dst, src, predicate, reverse_pred=False, name=None):
+    """Copy ``src`` into ``dst`` where ``predicate`` is true (Vector Engine)."""
+    ex = execution.begin("tensor_copy_predicated")
+    operand(ex, "tensor_copy_predicated", "predicate", predicate, ON_CHIP)
+    if not isinstance(src, (int, float)):
+        operand(ex, "tensor_copy_predicated", "src", src, ON_CHIP)
+        if src.buffer is PSUM and predicate.buffer is PSUM:
+            fail("nisa.tensor_copy_predicated: src and predicate cannot both be in PSUM")
+        if src.dtype != dst.dtype:
+            fail(
+                f"nisa.tensor_copy_predicated: src ({dtypes.name(src.dtype)}) and dst "
+                f"({dtypes.name(dst.dtype)}) must share the same dtype"
+            )
+        same_free("tensor_copy_predicated", "dst", dst, "src", src)
+    operand(ex, "tensor_copy_predicated", "dst", dst, ON_CHIP, write=True)
+    if predicate.dtype not in (torch.uint8, torch.uint16, torch.uint32):
+        fail(
+            f"nisa.tensor_copy_predicated: predicate must be uint8, uint16 or uint32, got "
+            f"{dtypes.name(predicate.dtype)}"
+        )
+    same_free("tensor_copy_predicated", "dst", dst, "predicate", predicate)
+    record(ex, "vector", dst, 2)
+    if ex.compute:
+        p = predicate.read().reshape(dst.shape) != 0
+        if reverse_pred:
+            p = ~p
+        v = src if isinstance(src, (int, float)) else src.read().reshape(dst.shape)
+        dst.write(v, p)

@@ -1,0 +1,68 @@
+"""Documented ``nki.isa`` names this simulator does not implement: calling one raises
+:class:`NkiUnsupportedError`."""
+
+from __future__ import annotations
+
+from ..errors import NkiUnsupportedError
+
+
+def _unsupported(name, why=""):
+    def fn(*args, **kwargs):
+        raise NkiUnsupportedError(
+            f"nki.isa.{name} is not simulated by torch_neuronx.nki{why}; see docs/nki.md for the "
+            f"covered instructions"
+        )
+
+    fn.__name__ = name
+    fn.__doc__ = f"nki.isa.{name} (not simulated)"
+    return fn
+
+
+# name -> a function that raises NkiUnsupportedError (nki.isa exports each under its name)
+NOT_SIMULATED = {
+    _n: _unsupported(_n, _why)
+    for _n, _why in [
+        ("nc_matmul_mx", " (MXFP8/MXFP4 on NeuronCore-v4)"),
+        ("quantize_mx", " (MX quantisation)"),
+        ("activate2", ""),
+        ("tensor_tensor_scan", ""),
+        ("tensor_scalar_cumulative", ""),
+        ("dropout", ""),
+        ("range_select", ""),
+        ("sequence_bounds", ""),
+        ("local_gather", ""),
+        ("nc_n_gather", ""),
+        ("dma_compute", ""),
+        ("max8", ""),
+        ("nc_find_index8", ""),
+        ("nc_match_replace8", ""),
+        ("nc_stream_shuffle", ""),
+        ("register_alloc", " (dynamic control flow with registers)"),
+        ("register_load", ""),
+        ("register_move", ""),
+        ("register_store", ""),
+        ("core_barrier", " (SPMD programs run one after another)"),
+        ("sendrecv", ""),
+        ("rng", ""),
+        ("rand2", ""),
+        ("rand_set_state", ""),
+        ("rand_get_state", ""),
+        ("set_rng_seed", ""),
+        ("nonzero_with_count", ""),
+        ("topk", ""),
+    ]
+}
+
+
+class VirtualRegister:
+    """An engine register (dynamic control flow); not simulated."""
+
+    def __init__(self, *a, **k):
+        raise NkiUnsupportedError("nki.isa.VirtualRegister (dynamic control flow) is not simulated")
+
+
+class NkiInstruction:
+    """Handle of a traced instruction; the simulator executes instructions immediately."""
+
+    def depends_on(self, *producers):
+        return self

@@ -1,0 +1,124 @@
+"""NKI memory: the regions (SBUF, PSUM, HBM) and the storages (allocations) tensors view.
+
+A :class:`Storage` is the memory (one flat torch tensor): for HBM, the device memory of a
+neuron tensor seen through its host alias (no copy); for SBUF/PSUM, a host tensor laid out
+partition-major (``partitions x elements-per-partition``).
+"""
+
+from __future__ import annotations
+
+import enum
+
+import torch
+
+from . import dtypes
+from .errors import fail
+
+
+class MemoryRegion(enum.Enum):
+    """Memory region constants for NKI tensors."""
+
+    sbuf = "sbuf"
+    psum = "psum"
+    private_hbm = "private_hbm"
+    shared_hbm = "shared_hbm"
+
+    @property
+    def on_chip(self) -> bool:
+        return self in (MemoryRegion.sbuf, MemoryRegion.psum)
+
+    @property
+    def is_hbm(self) -> bool:
+        return not self.on_chip
+
+    def __repr__(self) -> str:
+        return f"nl.{self.value}"
+
+
+def buffer_of(buffer) -> MemoryRegion:
+    if isinstance(buffer, MemoryRegion):
+        return buffer
+    if isinstance(buffer, str):
+        key = {"hbm": "private_hbm"}.get(buffer, buffer)
+        try:
+            return MemoryRegion(key)
+        except ValueError:
+            pass
+    fail(
+        f"{buffer!r} is not an NKI buffer; use nl.sbuf, nl.psum, nl.hbm (private_hbm) or "
+        f"nl.shared_hbm"
+    )
+
+
+class Storage:
+    """One allocation. On-chip storages carry their live range for the capacity rules."""
+
+    __slots__ = (
+        "buffer",
+        "dtype",
+        "flat",
+        "partitions",
+        "partition_elems",
+        "name",
+        "rec",
+        "readonly",
+        "owner",
+        "arg_name",
+        "mm_live",
+        "mm_ever",
+        "value_init",
+        "ready",
+        "release",
+        "__weakref__",
+    )
+
+    def __init__(
+        self,
+        buffer: MemoryRegion,
+        dtype,
+        flat: torch.Tensor,
+        partitions: int = 0,
+        partition_elems: int = 0,
+        name: str = "",
+        owner=None,
+    ):
+        self.buffer = buffer
+        self.dtype = dtype
+        self.flat = flat
+        self.partitions = partitions
+        self.partition_elems = partition_elems
+        self.name = name
+        self.rec = None  # on-chip: the tile's live-range record (kept after the storage dies)
+        self.readonly = None  # "'x' of nki_op 'ns::op'" when writes are forbidden
+        self.owner = owner  # the torch tensor that holds an HBM storage
+        self.arg_name = ""
+        self.mm_live = set()  # PSUM: views in an open matmul accumulation group
+        self.mm_ever = set()  # PSUM: views initialised by a matmul (accumulate=True is legal)
+        self.value_init = False  # PSUM: last written by a non-matmul instruction
+        self.ready = 0.0  # modeled time its last write completes
+        self.release = None  # returns an on-chip tile's memory to the allocator's pool
+
+    def __del__(self):
+        release = self.release
+        if release is not None:
+            try:
+                release(self.flat)
+            except Exception:  # interpreter shutdown: the pool may already be gone
+                pass
+
+    @property
+    def bytes_per_partition(self) -> int:
+        return self.partition_elems * dtypes.itemsize(self.dtype)
+
+    def describe(self) -> str:
+        label = self.name or (self.arg_name and f"argument '{self.arg_name}'") or "tile"
+        return label
+
+
+def contiguous_strides(shape) -> tuple:
+    strides = []
+    acc = 1
+    for s in reversed(shape):
+        strides.insert(0, acc)
+        acc *= s
+    return tuple(strides)
