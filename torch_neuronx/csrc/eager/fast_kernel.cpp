@@ -24,8 +24,7 @@ bool fast_path_on() { return g_fast_path.load(std::memory_order_relaxed); }
 
 // ---- outputs in device memory ----
 at::Tensor empty_on_device(int device, c10::IntArrayRef sizes, c10::IntArrayRef strides,
-                           c10::ScalarType dtype,
-                           std::optional<c10::MemoryFormat> memory_format) {
+                           c10::ScalarType dtype, std::optional<c10::MemoryFormat> memory_format) {
   const c10::DispatchKeySet ks(c10::DispatchKey::PrivateUse1);
   if (strides.empty()) {
     // No strides: dense in the memory format the options carry, as CPU's create_out
