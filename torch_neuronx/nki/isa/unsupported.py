@@ -15,6 +15,7 @@ def _unsupported(name, why=""):
 
     fn.__name__ = name
     fn.__doc__ = f"nki.isa.{name} (not simulated)"
+    fn.not_simulated = True  # read by the generated coverage table (torch-neuronx nki-coverage)
     return fn
 
 
