@@ -1,10 +1,12 @@
 """The NKI examples (examples/nki) on neuron tensors, each against its PyTorch reference in
 float32 and bfloat16."""
 
+import cumsum
 import flash_attention
 import matmul
 import pytest
 import rmsnorm
+import selective_scan
 import softmax
 import tensor_add
 import torch
@@ -84,3 +86,20 @@ def test_flash_attention_several_key_tiles_causal_skips_upper_tiles():
     assert full.by_opcode["dma_transpose"] == 8 + 16
     assert causal.by_opcode["dma_transpose"] == 8 + 12
     assert causal.tensor_flops < full.tensor_flops
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cumsum_scans_chunks_with_a_carry(dtype):
+    x = torch.randn(200, 1300, dtype=dtype, device="neuron")  # ragged rows and chunks
+    out = cumsum.cumsum(x)
+    assert out.dtype == dtype and out.shape == x.shape
+    close(out, cumsum.reference(x), **tol(dtype, 1e-4))
+    assert cumsum.nki_cumsum_kernel.last_report.by_opcode["tensor_tensor_scan"] == 6
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_selective_scan_matches_the_step_by_step_recurrence(dtype):
+    args = selective_scan.inputs(dtype=dtype)
+    out = selective_scan.selective_scan(*args)
+    assert out.dtype == dtype and out.shape == args[1].shape
+    close(out, selective_scan.reference(*args), **tol(dtype, 1e-4, 3e-2))

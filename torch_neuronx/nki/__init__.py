@@ -15,7 +15,7 @@ their cost counted. ``nki_op`` makes a kernel a PyTorch custom op (eager, autogr
 
 from __future__ import annotations
 
-from . import isa, language
+from . import isa, language, typing
 from .errors import (
     NkiCapacityError,
     NkiError,
@@ -34,6 +34,7 @@ __all__ = [
     "last_report",
     "language",
     "isa",
+    "typing",
     "nki_op",
     "NkiError",
     "NkiValidationError",

@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from . import capacity, cost, dtypes, execution, target
+from . import grid as grid_mod
 from ._device import current_route, unrouted
 from .errors import NkiError, NkiValidationError
 from .storage import MemoryRegion, Storage
@@ -115,18 +116,7 @@ class KernelReport:
         )
 
 
-def _normalize_grid(grid) -> tuple:
-    if not isinstance(grid, tuple):
-        grid = (grid,)
-    out = []
-    for g in grid:
-        if not isinstance(g, int) or isinstance(g, bool) or g <= 0:
-            raise NkiValidationError(
-                f"SPMD launch grid {grid!r}: every dimension must be a positive integer "
-                f"(nl.nc / nl.spmd_dim core placement is not simulated)"
-            )
-        out.append(g)
-    return tuple(out)
+_normalize_grid = grid_mod.normalize
 
 
 class _Launch:
@@ -219,7 +209,7 @@ class Kernel:
             result = None
             programs = list(itertools.product(*[range(g) for g in grid])) if grid else [()]
             for i, ids in enumerate(programs):
-                ex.begin_program(ids, i)
+                ex.begin_program(ids, grid.core(ids, i) if grid else i)
                 out = self.fn(*wrapped_args, **wrapped_kwargs)
                 capacity.check(ex)
                 if i == 0:

@@ -183,6 +183,9 @@ def main(argv=None) -> int:
     o.add_argument("--status", choices=["native", "fallback", "unsupported"])
     o.set_defaults(fn=cmd_ops)
     cost.add_parser(sub)  # torch-neuronx cost: the performance model's cost of one op
+    from torch_neuronx.tools import nki_coverage
+
+    nki_coverage.add_parser(sub)  # torch-neuronx nki-coverage: docs/nki.md's coverage table
     # torch-neuronx evaluate: the migration report
     from torch_neuronx.evaluate import cli as evaluate_cli
 

@@ -7,8 +7,9 @@ the kernel line. The legacy ``mask=`` keyword (``nl.arange`` predicates) is acce
 
 One module per instruction family: ``enums`` (NKI's enums), ``data_movement`` (DMA, copies,
 memset), ``matmul`` (Tensor Engine: matmul, transpose), ``vector_alu`` (element-wise and reductions),
-``activations`` (Scalar Engine), ``patterns`` (GpSimd iota/select), ``statistics``
-(batch-norm), ``accumulators`` (the engines' reduce registers), ``unsupported`` (documented
+``activations`` (Scalar Engine), ``patterns`` (iota, affine/range/select-reduce selection), ``random`` (dropout), ``statistics``
+(batch-norm), ``scans`` (tensor-tensor scan, cumulative), ``top8`` (max8, find/replace
+index8), ``accumulators`` (the engines' reduce registers), ``unsupported`` (documented
 names that are not simulated). What every instruction does around its math (operand checks,
 cost record) is in ``nki/isa_common.py``.
 """
@@ -35,8 +36,11 @@ from .enums import (  # noqa: F401 - nki.isa's names, including the engine alias
     vector_engine,
 )
 from .matmul import nc_matmul, nc_transpose
-from .patterns import affine_select, iota, select_reduce
+from .patterns import affine_select, iota, range_select, select_reduce
+from .random import dropout
+from .scans import tensor_scalar_cumulative, tensor_tensor_scan
 from .statistics import bn_aggr, bn_stats
+from .top8 import max8, nc_find_index8, nc_match_replace8
 from .unsupported import NOT_SIMULATED, NkiInstruction, VirtualRegister  # noqa: F401
 from .vector_alu import (
     scalar_tensor_tensor,
@@ -82,4 +86,11 @@ __all__ = [
     "select_reduce",
     "bn_stats",
     "bn_aggr",
+    "tensor_tensor_scan",
+    "tensor_scalar_cumulative",
+    "max8",
+    "nc_find_index8",
+    "nc_match_replace8",
+    "range_select",
+    "dropout",
 ]

@@ -89,9 +89,17 @@ def dma_transpose(
         write(dst, src.read().permute(perm))
 
 
-def tensor_copy(dst, src, engine=engine.unknown, name=None, mask=None):
-    """Copy an on-chip tile (SBUF/PSUM) with the Vector, Scalar or GpSimd Engine."""
+def tensor_copy(dst, src, engine=engine.unknown, name=None, mask=None, dtype=None):
+    """Copy an on-chip tile (SBUF/PSUM) with the Vector, Scalar or GpSimd Engine, casting to
+    ``dst``'s dtype. ``dtype=`` (used by AWS's tutorials) is accepted when it names that dtype:
+    in the 0.2+ API ``dst`` alone decides the output dtype."""
     ex = execution.begin("tensor_copy")
+    if dtype is not None and dtypes.normalize(dtype) != dtypes.normalize(dst.dtype):
+        fail(
+            f"nisa.tensor_copy: dtype={dtypes.name(dtype)} differs from dst's dtype "
+            f"{dtypes.name(dst.dtype)}; allocate dst with the dtype you want (dst decides the "
+            f"output dtype)"
+        )
     eng = engine_name(engine, "vector")
     unary_operands(ex, "tensor_copy", dst, src, "src")
     if eng == "gpsimd" and PSUM in (src.buffer, dst.buffer):

@@ -1,4 +1,5 @@
-"""GpSimd patterns: ``iota``, ``affine_select`` and ``select_reduce``."""
+"""Index patterns and selection: ``iota``, ``affine_select`` (GpSimd), ``select_reduce`` and
+``range_select`` (Vector Engine)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from ..isa_common import (
     unary_operands,
     write,
 )
-from ..ops import OPS
+from ..ops import CMP, OPS
 from ..ops import get as _op
 from .accumulators import REDUCE_FN, accumulate_registers, checked_command, reduce_res_operand
 from .enums import reduce_cmd
@@ -125,3 +126,59 @@ def select_reduce(
         accumulate_registers(
             ex, "vec_regs", dst.partitions, checked_command(reduce_cmd), v, rr, fn, ident
         )
+
+
+_FP32_MIN = -3.4028234663852886e38  # range_select's default fill (AWS: FP32_MIN)
+
+
+def range_select(
+    dst,
+    on_true_tile,
+    comp_op0,
+    comp_op1,
+    bound0,
+    bound1,
+    reduce_cmd=reduce_cmd.reset_reduce,
+    reduce_res=None,
+    reduce_op=None,
+    range_start=0,
+    on_false_value=Ellipsis,
+    name=None,
+):
+    """Keep ``on_true_tile`` where ``comp_op0(i + range_start, bound0)`` and
+    ``comp_op1(i + range_start, bound1)`` hold (``i``: the free-dim index), else
+    ``on_false_value`` (default FP32_MIN), with a max (or min/add) reduction into the Vector
+    Engine's registers and ``reduce_res``. NeuronCore-v3 and newer."""
+    ex = execution.begin("range_select")
+    opc = "range_select"
+    if ex.target.nc_version < 3:
+        fail(f"nisa.{opc} needs NeuronCore-v3 or newer")
+    cmps = []
+    for role, c in (("comp_op0", comp_op0), ("comp_op1", comp_op1)):
+        op = _op(c, role)
+        if op.kind != CMP:
+            fail(f"nisa.{opc}: {role} nl.{op.name} is not a comparison operator (nl.less, ...)")
+        cmps.append(op)
+    unary_operands(ex, opc, dst, on_true_tile, "on_true_tile")
+    b0 = scalar_or_vector(ex, opc, "bound0", bound0, on_true_tile)
+    b1 = scalar_or_vector(ex, opc, "bound1", bound1, on_true_tile)
+    fill = _FP32_MIN if on_false_value is Ellipsis else on_false_value
+    if not isinstance(fill, (int, float)):
+        fail(f"nisa.{opc}: on_false_value must be a compile-time float, got {fill!r}")
+    rop = OPS["maximum"] if reduce_op is None else _op(reduce_op, "reduce_op")
+    if rop.name not in REDUCE_FN:
+        fail(f"nisa.{opc}: reduce_op must be nl.maximum, nl.minimum or nl.add, got nl.{rop.name}")
+    rr = reduce_res_operand(ex, opc, reduce_res, on_true_tile)
+    if rr is not None and not dtypes.is_float(rr.dtype):
+        fail(f"nisa.{opc}: reduce_res must be a float tile, got {dtypes.name(rr.dtype)}")
+    record(ex, "vector", dst)
+    if ex.compute:
+        P = dst.partitions
+        idx = torch.arange(dst.free_size, dtype=torch.float32).reshape(1, -1) + float(range_start)
+        bounds = [b if isinstance(b, torch.Tensor) else torch.tensor(b) for b in (b0, b1)]
+        bounds = [b.reshape(-1, 1) if b.ndim else b for b in bounds]
+        keep = (cmps[0].binary(idx, bounds[0]) != 0) & (cmps[1].binary(idx, bounds[1]) != 0)
+        v = torch.where(keep, f32(on_true_tile).reshape(P, -1), torch.tensor(float(fill)))
+        write(dst, v)
+        fn, ident = REDUCE_FN[rop.name]
+        accumulate_registers(ex, "vec_regs", P, checked_command(reduce_cmd), v, rr, fn, ident)

@@ -7,6 +7,7 @@ Names and signatures follow AWS's NKI 0.7 API (Neuron 2.33). Every operation low
 from __future__ import annotations
 
 from .. import dtypes as _dt
+from ..grid import nc, spmd_dim  # noqa: F401 - launch-grid core placement
 from ..indexing import Mask, arange, ds, mgrid  # noqa: F401
 from ..ops import OPS as _OPS
 from ..storage import MemoryRegion
