@@ -12,7 +12,9 @@ neuron tensors:
   asks for plain ``backend="neuron"``, for ``cpu`` too), so everything the C++
   ``ProcessGroup`` does natively keeps working: ``new_group``, ``split_group``
   (gloo supports splitting), ``DeviceMesh``, timeouts, object collectives,
-  ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` wrapping, sequence numbers.
+  ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` wrapping, sequence numbers. With
+  ``TORCH_NEURONX_COLLECTIVE_CHECKS=1`` it comes inside PyTorch's ``ProcessGroupWrapper``,
+  which checks each collective's arguments across ranks first (:mod:`.checks`).
 
 * gloo itself only accepts CPU tensors.  PyTorch routes every collective through
   the ``c10d::*`` dispatcher ops, keyed on the tensors' device; the driver registers
@@ -35,6 +37,7 @@ import torch.distributed as dist
 from torch.distributed import ProcessGroupGloo
 
 from torch_neuronx import _C
+from torch_neuronx.distributed import checks
 from torch_neuronx.runtime import devices as _device
 from torch_neuronx.runtime import env, patches
 
@@ -78,6 +81,15 @@ def _create_neuron_backend(dist_opts, backend_options=None):
     backend.options.global_ranks_in_group = ranks or list(range(dist_opts.group_size))
     backend.options.group_name = dist_opts.group_id
     backend._set_sequence_number_for_group()
+    if checks.enabled():  # TORCH_NEURONX_COLLECTIVE_CHECKS=1: see distributed/checks.py
+        return checks.wrap(
+            backend,
+            dist_opts.store,
+            dist_opts.group_rank,
+            dist_opts.group_size,
+            dist_opts.group_id,
+            dist_opts.timeout,
+        )
     return backend
 
 

@@ -4,8 +4,10 @@ argv[1] = scenario:
   dead       rank 1 exits before the collective; rank 0's all_reduce must raise.
   absent     rank 1 is alive but never joins; rank 0's all_reduce (sync and async) must
              raise a timeout error (process-group timeout = 3 s).
-  mismatch   (run with TORCH_DISTRIBUTED_DEBUG=DETAIL) shape and dtype mismatches across
-             ranks raise a clear "mismatch between collectives" error on every rank.
+  mismatch   (run with TORCH_DISTRIBUTED_DEBUG=DETAIL or TORCH_NEURONX_COLLECTIVE_CHECKS=1)
+             size, dtype and op mismatches across ranks raise a clear "mismatch between
+             collectives" error on every rank; the group stays usable; argv[2] = backend
+             string (default "neuron").
 """
 
 import datetime
@@ -29,7 +31,8 @@ if SCENARIO == "too_many_ranks":
     write_results({"device_count": torch.neuron.device_count()})
     os._exit(0)
 
-dist.init_process_group("neuron", timeout=datetime.timedelta(seconds=TIMEOUT_S))
+BACKEND = sys.argv[2] if len(sys.argv) > 2 else "neuron"
+dist.init_process_group(BACKEND, timeout=datetime.timedelta(seconds=TIMEOUT_S))
 R = dist.get_rank()
 DEV = torch.device("neuron", int(os.environ["LOCAL_RANK"]))
 OUT = os.environ["NX_TEST_OUT"]
@@ -45,7 +48,7 @@ def expect_error(fn):
     except RuntimeError as e:
         return {
             "raised": type(e).__name__,
-            "message": str(e)[:800],
+            "message": str(e)[:2000],
             "elapsed_s": round(time.monotonic() - t0, 2),
         }
     raise AssertionError("no error raised")
@@ -84,7 +87,12 @@ elif SCENARIO in ("absent", "absent_async"):
     os._exit(0)
 
 elif SCENARIO == "mismatch":
-    assert dist.get_debug_level() == dist.DebugLevel.DETAIL
+
+    def backend_types():  # one wrapper around gloo, never two (the switch defers to DETAIL)
+        b = dist.group.WORLD._get_backend(DEV)
+        return [type(b).__name__, type(b.wrapped_pg).__name__]
+
+    record("backend_types", backend_types)
     record(
         "shape_mismatch",
         expect_error,
@@ -97,7 +105,35 @@ elif SCENARIO == "mismatch":
             torch.ones(4, device=DEV, dtype=torch.float32 if R == 0 else torch.int32)
         ),
     )
+    record(
+        "op_mismatch",
+        expect_error,
+        lambda: (
+            dist.all_reduce(torch.ones(4, device=DEV))
+            if R == 0
+            else dist.broadcast(torch.ones(4, device=DEV), src=0)
+        ),
+    )
+    sub = dist.new_group([0, 1])  # a new_group child is checked too
+    record(
+        "subgroup_shape_mismatch",
+        expect_error,
+        lambda: dist.all_gather_into_tensor(
+            torch.empty(2 * (4 if R == 0 else 6), device=DEV),
+            torch.ones(4 if R == 0 else 6, device=DEV),
+            group=sub,
+        ),
+    )
     t = torch.ones(4, device=DEV)
     record("still_usable_after", lambda: (dist.all_reduce(t), t.cpu().tolist())[1])
+
+    def split_and_reduce():  # a checked parent still splits (its child is not checked)
+        dist.group.WORLD.bound_device_id = DEV  # split_group needs a bound default group
+        child = dist.split_group(split_ranks=[[0, 1]])
+        x = torch.full((4,), float(R + 1), device=DEV)
+        dist.all_reduce(x, group=child)
+        return {"sum": x.cpu().tolist(), "backend": type(child._get_backend(DEV)).__name__}
+
+    record("split_child_usable", split_and_reduce)
     write_results()
     dist.destroy_process_group()
