@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
+
+from .cli_args import positive_int
 
 EXIT_OK, EXIT_SCRIPT_ERROR, EXIT_USAGE, EXIT_GATE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -30,7 +33,9 @@ def add_parser(sub) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     e.add_argument(
-        "--steps", type=int, help="stop after N steps (optimizer steps or evaluate.step() calls)"
+        "--steps",
+        type=positive_int,
+        help="stop after N steps (optimizer steps or evaluate.step() calls)",
     )
     e.add_argument("--out", default="neuron-eval", help="output folder (default ./neuron-eval)")
     e.add_argument("--no-html", action="store_true", help="write the JSON only")
@@ -51,11 +56,13 @@ def add_parser(sub) -> None:
         "--price", help="override prices, e.g. trn2.3xlarge=2.24,trn3.3xlarge=4.1 (USD per hour)"
     )
     e.add_argument(
-        "--samples-per-step", type=int, help="samples per step per rank (throughput figures)"
+        "--samples-per-step",
+        type=positive_int,
+        help="samples per step per rank (throughput figures)",
     )
     e.add_argument(
         "--tokens-per-step",
-        type=int,
+        type=positive_int,
         help="tokens per step per rank (tokens/s and USD per 1M tokens)",
     )
     e.add_argument(
@@ -65,9 +72,12 @@ def add_parser(sub) -> None:
         "FLOPs, bytes, memory and time at full size",
     )
     e.add_argument(
-        "--fsdp", type=int, default=1, help="--fake: FSDP / data-parallel sharding degree"
+        "--fsdp",
+        type=positive_int,
+        default=1,
+        help="--fake: FSDP / data-parallel sharding degree",
     )
-    e.add_argument("--tp", type=int, default=1, help="--fake: tensor-parallel degree")
+    e.add_argument("--tp", type=positive_int, default=1, help="--fake: tensor-parallel degree")
     e.add_argument(
         "--reference",
         help="numerics: re-run the script with the neuron device mapped to this device (cpu; "
@@ -107,8 +117,6 @@ def cmd_evaluate(args) -> int:
         profs = _profiles.profiles(
             args.instances.split(",") if args.instances else None, args.lnc, prices
         )
-        if args.steps is not None and args.steps < 1:
-            raise ValueError("--steps must be >= 1")
         tolerances = _tolerances(args.tolerance)
         if "numerics" in fail_on and not args.reference:  # a gate that could never hold
             raise ValueError("--fail-on numerics compares with a reference: add --reference cpu")
@@ -150,6 +158,8 @@ def _tolerances(text: str | None) -> dict:
             out[name] = float(value)
         except ValueError:
             raise ValueError(f"malformed --tolerance {part!r}: {value!r} is not a number") from None
+        if not math.isfinite(out[name]) or out[name] < 0:  # nan would pass every comparison
+            raise ValueError(f"malformed --tolerance {part!r}: a tolerance is a finite number >= 0")
     return out
 
 
