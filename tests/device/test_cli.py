@@ -56,3 +56,33 @@ def test_ops_json_covers_every_aten_op():
     assert all(set(row) == {"op", "status", "reason"} for row in rows)
     status = {row["op"]: row["status"] for row in rows}
     assert status["aten::linalg_qr"] == "fallback" and status["aten::mm"] == "native"
+
+
+def _first_line_then_close(*args):
+    """Runs ``torch-neuronx ARGS | head -1``: reads one line, then closes the pipe."""
+    p = subprocess.Popen(
+        [sys.executable, "-m", "torch_neuronx.tools.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ),
+    )
+    first = p.stdout.readline()
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    return first, p.wait(timeout=300), err
+
+
+def test_a_closed_pipe_ends_quietly():
+    """Issue 28 item 5: ``torch-neuronx ops --format json | head -1`` printed a BrokenPipeError
+    traceback (the JSON is far larger than a pipe's buffer, so the write meets the closed
+    pipe); now nothing on stderr, and 141 (128 + SIGPIPE) as a C tool would report."""
+    first, rc, err = _first_line_then_close("ops", "--format", "json")
+    assert first.strip() == b"["
+    assert err == "" and rc == 141, (rc, err)
+
+
+def test_bad_arguments_are_one_line_and_exit_2():
+    r = run("ops", "--format", "yaml")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("torch-neuronx ops: error: argument --format: invalid choice")
+    assert r.stderr.count("\n") == 1, r.stderr

@@ -301,3 +301,108 @@ def py_env_child():
         )
 
     return run
+
+
+# --------------------------------------------------------------------------------------
+# junk for every documented variable (issue 28, item 6): the error names the variable, the
+# value and the accepted values, whichever reader or parser finds it
+# --------------------------------------------------------------------------------------
+def _topology(environ):
+    topology.from_environment(environ)
+
+
+def _log(environ):
+    from torch_neuronx.runtime import log
+
+    try:
+        log.configure(environ)
+    finally:
+        log.configure()
+
+
+def _as_read(name):
+    """The package's own reader kind for ``name`` (flag or integer), as the AST scan found it."""
+    (kind,) = {k for k, _ in PACKAGE_READS[name]}
+    if kind == "flag":
+        return lambda environ: env.flag(name, False, environ=environ)
+    assert kind == "integer", (name, kind)
+    return lambda environ: env.integer(name, 0, environ=environ)
+
+
+_ON_OFF = "1, true, yes, on (on) or 0, false, no, off (off)"
+#: variable -> (junk values, the call that reads it from a mapping, text of the accepted values)
+JUNK = {
+    "TORCH_NEURONX_EMULATED_INSTANCE": (["junk", "trn9"], _topology, "trn2.3xlarge, "),
+    "NEURON_LOGICAL_NC_CONFIG": (["abc", "3", "-1"], _topology, "1, 2"),
+    "NEURON_RT_VISIBLE_CORES": (
+        ["abc", "1-x", "3-1", "0,0", "9", ",", "-", "0-"],
+        _topology,
+        "logical core ids 0..3 and ranges of them",
+    ),
+    "NEURON_RT_NUM_CORES": (["abc", "0", "-2", "9", "1.5"], _topology, "1"),
+    "TORCH_NEURONX_HBM_PER_CORE": (["lots", "0", "-1GiB", "2XB"], _topology, "a size in bytes"),
+    "TORCH_NEURONX_LOG_LEVEL": (["debug", "4"], _log, "0, 1, 2, 3"),
+    "NEURON_COMPILATION_CACHE_MAX_ENTRIES": (
+        ["many", "-1", "1e3"],
+        lambda environ: env.integer(
+            "NEURON_COMPILATION_CACHE_MAX_ENTRIES", 0, minimum=0, environ=environ
+        ),
+        "a decimal integer >= 0",
+    ),
+    "TORCH_NEURONX_DYNAMO_SHAPE_WARNING_THRESHOLD": (
+        ["four", "4.0"],
+        _as_read("TORCH_NEURONX_DYNAMO_SHAPE_WARNING_THRESHOLD"),
+        "a decimal integer",
+    ),
+    "LOCAL_RANK": (
+        ["x", "-3"],
+        lambda environ: env.integer("LOCAL_RANK", -1, minimum=0, environ=environ),
+        "a decimal integer >= 0",
+    ),
+    "RANK": (
+        ["zero", "-1"],
+        lambda environ: env.integer("RANK", 0, 0, environ=environ),
+        ">= 0",
+    ),
+    "WORLD_SIZE": (
+        ["two", "0"],
+        lambda environ: env.integer("WORLD_SIZE", 1, 1, environ=environ),
+        ">= 1",
+    ),
+    # read by the OpInfo tests themselves (tests/eager/test_opinfo.py), as a switch
+    "TORCH_NEURONX_OPINFO_RUN_CRASHERS": (
+        ["maybe"],
+        lambda environ: env.flag("TORCH_NEURONX_OPINFO_RUN_CRASHERS", False, environ=environ),
+        _ON_OFF,
+    ),
+    **{n: (["maybe", "2", "y"], _as_read(n), _ON_OFF) for n in _flags()},
+}
+#: documented variables that take any value, and why no value is junk
+FREE_FORM = {
+    "TORCH_NEURONX_LOG_FILE": "a path; an unwritable one fails when the log opens it",
+    "TORCH_NEURONX_NEFF_CACHE_DIR": "a path, checked for safety where the cache opens it",
+    "TORCH_NEURONX_DEBUG_DIR": "a path",
+    "XDG_CACHE_HOME": "a path",
+    "CXX": "a compiler command, only part of a cache key",
+    "COVERAGE_SWEEP_CRASH_ON": "a test hook naming an OpInfo entry",
+    "TORCH_NEURONX_OPINFO_DEVICE": "a device name, checked by torch where the harness uses it",
+}
+
+
+def test_every_documented_variable_is_covered_by_the_junk_table():
+    not_read = READ_BY_PYTORCH - set(PACKAGE_READS)  # PyTorch's alone: not ours to check
+    covered = set(JUNK) | set(FREE_FORM) | not_read
+    assert not set(DOCUMENTED) - covered, f"add to JUNK or FREE_FORM: {set(DOCUMENTED) - covered}"
+    assert not covered - set(DOCUMENTED), f"not in docs/environment.md: {covered - set(DOCUMENTED)}"
+
+
+@pytest.mark.parametrize(
+    "name, value", [(n, v) for n, (values, _, _) in sorted(JUNK.items()) for v in values]
+)
+def test_junk_names_the_variable_the_value_and_the_accepted_values(name, value):
+    _, read, accepted = JUNK[name]
+    with pytest.raises(env.EnvError) as info:
+        read({name: value})
+    msg = str(info.value)
+    assert msg.startswith(f"{name}={value!r} "), msg
+    assert "; accepted values: " in msg and accepted in msg.split("; accepted values: ", 1)[1], msg

@@ -69,8 +69,8 @@ def test_visible_cores_map_to_device_indices():
     [
         ({"TORCH_NEURONX_EMULATED_INSTANCE": "p5.48xlarge"}, "accepted values: trn2.3xlarge, "),
         ({"NEURON_LOGICAL_NC_CONFIG": "3"}, "accepted values: 1, 2"),
-        ({"NEURON_RT_VISIBLE_CORES": "0-9"}, "does not exist"),
-        ({"TORCH_NEURONX_HBM_PER_CORE": "lots"}, "expected a size"),
+        ({"NEURON_RT_VISIBLE_CORES": "0-9"}, "names core 4, which this instance"),
+        ({"TORCH_NEURONX_HBM_PER_CORE": "lots"}, "accepted values: a size in bytes"),
     ],
 )
 def test_bad_environment_is_a_clear_error(env, msg):

@@ -46,8 +46,39 @@ def test_cost_of_a_collective(capsys):
 
 
 def test_cost_names_unknown_ops(capsys):
-    with pytest.raises(ValueError, match="unknown op 'frobnicate'"):
-        cli.main(["cost", "frobnicate", "8"])
+    assert cli.main(["cost", "frobnicate", "8"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("torch-neuronx cost: error: cannot model frobnicate on 8 (torch.float32)")
+    assert "unknown op 'frobnicate'" in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["mm", "4x"], "malformed shape '4x'"),
+        (["mm", "4xa", "3x3"], "malformed shape '4xa'"),
+        (["mm"], "cannot model mm on no shapes"),
+        (["conv2d", "4x4"], "too few input shapes"),
+        (["mm", "4x4", "5x5"], "cannot model mm on 4x4 5x5"),
+        (["mm", "4x4", "4x4", "--dtype", "foo"], "unknown dtype 'foo'"),
+        (["mm", "4x4", "4x4", "--instances", "p5"], "unknown instance 'p5'"),
+        (["mm", "4x4", "4x4", "--instances", ","], "names no instance"),
+        (["all_reduce", "4x4", "--ranks", "0"], "'0' must be >= 1"),
+        (["all_reduce", "4x4", "--ranks", "two"], "'two' is not a whole number"),
+        (["mm", "4x4", "4x4", "--price-per-hour", "-1"], "must be a finite number > 0"),
+        (["mm", "4x4", "4x4", "--price-per-hour", "nan"], "must be a finite number > 0"),
+    ],
+)
+def test_malformed_cost_arguments_are_one_line_and_exit_2(capsys, argv, says):
+    """Issue 28 item 5: before, these ended in tracebacks ('max() arg is an empty sequence',
+    'invalid literal for int()') or, for a negative price, in a negative cost."""
+    try:
+        rc = cli.main(["cost", *argv])
+    except SystemExit as e:  # argparse's own checks exit
+        rc = e.code
+    err = capsys.readouterr().err
+    assert rc == 2 and says in err, err
+    assert err.startswith("torch-neuronx cost: error: ") and err.count("\n") == 1, err
 
 
 def test_info_shows_the_hardware_table_with_sources(capsys):

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
+
+from .cli_args import positive_int
 
 EXIT_OK, EXIT_SCRIPT_ERROR, EXIT_USAGE, EXIT_GATE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -30,7 +33,9 @@ def add_parser(sub) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     e.add_argument(
-        "--steps", type=int, help="stop after N steps (optimizer steps or evaluate.step() calls)"
+        "--steps",
+        type=positive_int,
+        help="stop after N steps (optimizer steps or evaluate.step() calls)",
     )
     e.add_argument("--out", default="neuron-eval", help="output folder (default ./neuron-eval)")
     e.add_argument("--no-html", action="store_true", help="write the JSON only")
@@ -51,11 +56,13 @@ def add_parser(sub) -> None:
         "--price", help="override prices, e.g. trn2.3xlarge=2.24,trn3.3xlarge=4.1 (USD per hour)"
     )
     e.add_argument(
-        "--samples-per-step", type=int, help="samples per step per rank (throughput figures)"
+        "--samples-per-step",
+        type=positive_int,
+        help="samples per step per rank (throughput figures)",
     )
     e.add_argument(
         "--tokens-per-step",
-        type=int,
+        type=positive_int,
         help="tokens per step per rank (tokens/s and USD per 1M tokens)",
     )
     e.add_argument(
@@ -65,9 +72,12 @@ def add_parser(sub) -> None:
         "FLOPs, bytes, memory and time at full size",
     )
     e.add_argument(
-        "--fsdp", type=int, default=1, help="--fake: FSDP / data-parallel sharding degree"
+        "--fsdp",
+        type=positive_int,
+        default=1,
+        help="--fake: FSDP / data-parallel sharding degree",
     )
-    e.add_argument("--tp", type=int, default=1, help="--fake: tensor-parallel degree")
+    e.add_argument("--tp", type=positive_int, default=1, help="--fake: tensor-parallel degree")
     e.add_argument(
         "--reference",
         help="numerics: re-run the script with the neuron device mapped to this device (cpu; "
@@ -107,8 +117,6 @@ def cmd_evaluate(args) -> int:
         profs = _profiles.profiles(
             args.instances.split(",") if args.instances else None, args.lnc, prices
         )
-        if args.steps is not None and args.steps < 1:
-            raise ValueError("--steps must be >= 1")
         tolerances = _tolerances(args.tolerance)
         if "numerics" in fail_on and not args.reference:  # a gate that could never hold
             raise ValueError("--fail-on numerics compares with a reference: add --reference cpu")
@@ -150,49 +158,30 @@ def _tolerances(text: str | None) -> dict:
             out[name] = float(value)
         except ValueError:
             raise ValueError(f"malformed --tolerance {part!r}: {value!r} is not a number") from None
+        if not math.isfinite(out[name]) or out[name] < 0:  # nan would pass every comparison
+            raise ValueError(f"malformed --tolerance {part!r}: a tolerance is a finite number >= 0")
     return out
 
 
 def _run_cmd(args, profs, work, fail_on, tolerances) -> int:
-    from . import build, render_text
-    from .runner import rank_and_world, run_script
-    from .session import Evaluation, write
+    from . import build, isolate, render_text
+    from .runner import rank_and_world
+    from .session import write
 
     rank, world = rank_and_world()
-    progress = render_text.Progress(args.steps, enabled=not args.quiet and rank == 0)
-    ev = Evaluation(
-        "script",
-        profs,
-        steps=args.steps,
-        work=work,
-        progress=progress,
-        argv=[args.script, *args.args],
-        tolerances=tolerances,
-    )
-    try:
-        run_script(ev, args.script, args.args)
-    except FileNotFoundError as e:
-        progress.close()
-        print(f"torch-neuronx evaluate: error: {e}", file=sys.stderr)
+    script = os.path.abspath(args.script)
+    if not os.path.isfile(script):
+        print(f"torch-neuronx evaluate: error: no such script: {script}", file=sys.stderr)
         return EXIT_USAGE
-    finally:
-        progress.close()
-    runs, note = None, None
-    if args.reference and world > 1:
-        note = "--reference is not supported under torchrun (one process re-runs one script)"
-    elif args.reference and ev.status != "ok":
-        note = f"no reference run: the evaluated run did not finish ({ev.status})"
-    elif args.reference:
-        from .reference import runs_for
-
-        if not args.quiet:
-            print(f"torch-neuronx evaluate: re-running on {args.reference} for the numerics...")
-        try:
-            runs, note = runs_for(ev, args.reference, args.script, args.args, args.steps, args.out)
-        except KeyboardInterrupt as e:  # Ctrl-C during the re-runs: the report still comes
-            ev.fail(e, status="interrupted")
-            note = "the reference run was interrupted (Ctrl-C): numerics not compared"
-    rep = ev.report(rank=rank, world_size=world, runs=runs, numerics_note=note)
+    # the script runs in a worker (isolate.py): this process alone writes the report and
+    # chooses the exit status, whatever the script does to its own process
+    state: dict = {}
+    rep = isolate.run(
+        lambda: _collect(args, profs, work, tolerances, rank, world, state),
+        lambda status, stack: _hard_exit_report(state, status, stack, rank, world),
+    )
+    if isinstance(rep, isolate.Ended):  # killed by a signal: no data came back
+        rep = _ended_report(args, profs, work, tolerances, rank, world, rep)
     stem = "report" if world == 1 else f"report-rank{rank}"
     rep["fail_on"] = {"requested": fail_on, "triggered": build.gate(rep, fail_on)}
     paths = write(rep, args.out, stem, html=not args.no_html)
@@ -212,6 +201,74 @@ def _run_cmd(args, profs, work, fail_on, tolerances) -> int:
         )
         return EXIT_GATE
     return EXIT_OK
+
+
+def _evaluation(args, profs, work, tolerances, progress=None):
+    from .session import Evaluation
+
+    return Evaluation(
+        "script",
+        profs,
+        steps=args.steps,
+        work=work,
+        progress=progress,
+        argv=[args.script, *args.args],
+        tolerances=tolerances,
+    )
+
+
+def _collect(args, profs, work, tolerances, rank, world, state) -> dict:
+    """In the worker: the instrumented run, the reference re-runs, and the report's data."""
+    from . import isolate, render_text
+    from .runner import run_script
+
+    progress = render_text.Progress(args.steps, enabled=not args.quiet and rank == 0)
+    ev = state["ev"] = _evaluation(args, profs, work, tolerances, progress)
+    try:
+        run_script(ev, args.script, args.args)
+    finally:
+        progress.close()
+    isolate.leave_if_forked(0 if ev.status == "ok" else EXIT_SCRIPT_ERROR)
+    runs, note = None, None
+    if args.reference and world > 1:
+        note = "--reference is not supported under torchrun (one process re-runs one script)"
+    elif args.reference and ev.status != "ok":
+        note = f"no reference run: the evaluated run did not finish ({ev.status})"
+    elif args.reference:
+        from .reference import runs_for
+
+        if not args.quiet:
+            print(f"torch-neuronx evaluate: re-running on {args.reference} for the numerics...")
+        try:
+            runs, note = runs_for(ev, args.reference, args.script, args.args, args.steps, args.out)
+        except KeyboardInterrupt as e:  # Ctrl-C during the re-runs: the report still comes
+            ev.fail(e, status="interrupted")
+            note = "the reference run was interrupted (Ctrl-C): numerics not compared"
+    return ev.report(rank=rank, world_size=world, runs=runs, numerics_note=note)
+
+
+def _ended(rep: dict, message: str) -> dict:
+    """The report of a script that ended its own process: a blocking error and finding."""
+    rep["readiness"].insert(0, {"status": "fail", "item": message})
+    return rep
+
+
+def _hard_exit_report(state, status, stack, rank, world) -> dict:
+    """In the worker, inside the script's ``os._exit(status)``: what was collected until then."""
+    ev = state["ev"]
+    ev.__exit__(None, None, None)  # stops the collectors (the run never reaches its end)
+    ev.status = "error"
+    message = f"the script ended its process with os._exit({status})"
+    ev.error = {"type": "os._exit", "message": message, "traceback": stack}
+    return _ended(ev.report(rank=rank, world_size=world), message)
+
+
+def _ended_report(args, profs, work, tolerances, rank, world, ended) -> dict:
+    """In the harness, when the worker died without handing data back (a signal)."""
+    ev = _evaluation(args, profs, work, tolerances)
+    ev.status = "error"
+    ev.error = {"type": ended.kind, "message": ended.message, "traceback": ""}
+    return _ended(ev.report(rank=rank, world_size=world), ended.message)
 
 
 def merge_ranks(out_dir: str, world: int, own: dict, timeout_s: float = 120.0) -> dict:

@@ -1,14 +1,15 @@
 """Runs an unmodified script under an :class:`~.session.Evaluation` (``torch-neuronx evaluate``).
 
-The script runs in this process (``runpy``, as ``python script.py`` would, with its own
-``sys.argv``), so every hook sees it: the driver's per-op callback, the performance model's
+The script runs in the calling process (``runpy``, as ``python script.py`` would, with its own
+``sys.argv``; the CLI calls this in a forked worker, isolate.py, so the script cannot end the
+harness), so every hook sees it: the driver's per-op callback, the performance model's
 events, PyTorch's global optimizer-step hooks (the step boundary) and Dynamo's logs. The loss
 of a step is the tensor the script last called ``backward()`` on (read by the report, not
 counted as the script's host sync).
 
 Outcomes: the script finishes (status ``ok``); ``--steps N`` is reached (``ok``, stopped
 there); it raises (``error``: the report holds what was collected and the traceback);
-Ctrl-C (``interrupted``: a partial report)."""
+Ctrl-C (``interrupted``: a partial report). ``os._exit`` and signals: isolate.py."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-__all__ = ["EnvError", "flag", "choice", "integer", "text"]
+__all__ = ["EnvError", "invalid", "flag", "choice", "integer", "text"]
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -20,6 +20,13 @@ _FALSE = ("0", "false", "no", "off")
 
 class EnvError(ValueError):
     """An environment variable holds a value its reader does not accept."""
+
+
+def invalid(name: str, value: str, problem: str, accepted: str) -> EnvError:
+    """The one shape of every environment error (raised by the caller): the variable, the
+    value, what is wrong with it, and the accepted values, so that the message alone says what
+    to change, whichever reader or parser (topology's core lists and sizes) found it."""
+    return EnvError(f"{name}={value!r} {problem}; accepted values: {accepted}")
 
 
 def _raw(name: str, environ: Mapping[str, str] | None) -> str | None:
@@ -43,9 +50,11 @@ def flag(name: str, default: bool = False, *, environ: Mapping[str, str] | None 
         return True
     if low in _FALSE:
         return False
-    raise EnvError(
-        f"{name}={value!r} is not an on/off value; accepted: {', '.join(_TRUE)} (on) or "
-        f"{', '.join(_FALSE)} (off)"
+    raise invalid(
+        name,
+        value,
+        "is not an on/off value",
+        f"{', '.join(_TRUE)} (on) or {', '.join(_FALSE)} (off)",
     )
 
 
@@ -63,7 +72,7 @@ def choice(
     for c in choices:
         if value.lower() == c.lower():
             return c
-    raise EnvError(f"{name}={value!r} is not recognised; accepted values: {', '.join(choices)}")
+    raise invalid(name, value, "is not recognised", ", ".join(choices))
 
 
 def integer(
@@ -77,12 +86,13 @@ def integer(
     value = _raw(name, environ)
     if value is None:
         return default
+    accepted = "a decimal integer" + ("" if minimum is None else f" >= {minimum}")
     try:
         number = int(value, 10)
     except ValueError:
-        raise EnvError(f"{name}={value!r} is not an integer") from None
+        raise invalid(name, value, "is not an integer", accepted) from None
     if minimum is not None and number < minimum:
-        raise EnvError(f"{name}={value!r} must be >= {minimum}")
+        raise invalid(name, value, "is too small", accepted)
     return number
 
 

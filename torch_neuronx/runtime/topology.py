@@ -100,39 +100,57 @@ class Topology:
         return self.target.cores_per_instance
 
 
+SIZE_ACCEPTED = "a size in bytes, optionally with a unit: 512MiB, 2GiB, 1.5G or 1073741824"
+
+
 def parse_size(text: str) -> int:
+    """TORCH_NEURONX_HBM_PER_CORE: a positive byte count (K/M/G/T are powers of 1024)."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?i?B?)?\s*", text, re.IGNORECASE)
     if not m:
-        raise ValueError(
-            f"TORCH_NEURONX_HBM_PER_CORE={text!r}: expected a size like 512MiB, 2GiB or 1073741824"
-        )
+        raise env.invalid("TORCH_NEURONX_HBM_PER_CORE", text, "is not a size", SIZE_ACCEPTED)
     value = float(m.group(1))
     unit = (m.group(2) or "").upper().rstrip("B").rstrip("I")
     scale = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[unit]
-    return int(value * scale)
+    size = int(value * scale)
+    if size < 1:  # a device with no memory fails every allocation, far from the cause
+        raise env.invalid("TORCH_NEURONX_HBM_PER_CORE", text, "is not positive", SIZE_ACCEPTED)
+    return size
 
 
 def parse_core_list(text: str, total: int) -> tuple[int, ...]:
+    """NEURON_RT_VISIBLE_CORES: logical core ids and inclusive ranges, comma-separated."""
+    accepted = (
+        f"logical core ids 0..{total - 1} and ranges of them, comma-separated, each core once "
+        "(e.g. 0-3 or 1,3)"
+    )
+
+    def bad(problem: str) -> env.EnvError:
+        return env.invalid("NEURON_RT_VISIBLE_CORES", text, problem, accepted)
+
+    def core(part: str) -> int:
+        if not re.fullmatch(r"\d+", part.strip()):
+            raise bad(f"has {part.strip()!r} where a core id belongs")
+        return int(part)
+
     cores: list[int] = []
     for part in text.split(","):
         part = part.strip()
         if not part:
             continue
         if "-" in part:
-            lo, hi = (int(x) for x in part.split("-", 1))
+            lo, hi = (core(x) for x in part.split("-", 1))
             if hi < lo:
-                raise ValueError(f"NEURON_RT_VISIBLE_CORES: bad range {part!r}")
+                raise bad(f"has the empty range {part!r}")
             cores.extend(range(lo, hi + 1))
         else:
-            cores.append(int(part))
+            cores.append(core(part))
+    if not cores:
+        raise bad("names no core")
     for c in cores:
         if not 0 <= c < total:
-            raise ValueError(
-                f"NEURON_RT_VISIBLE_CORES={text!r}: core {c} does not exist; this instance has "
-                f"{total} logical NeuronCores (0..{total - 1})"
-            )
+            raise bad(f"names core {c}, which this instance ({total} logical cores) lacks")
     if len(set(cores)) != len(cores):
-        raise ValueError(f"NEURON_RT_VISIBLE_CORES={text!r}: a core is listed twice")
+        raise bad("lists a core twice")
     return tuple(cores)
 
 
@@ -158,11 +176,14 @@ def from_environment(environ=None) -> Topology:
     visible_text = env.text("NEURON_RT_VISIBLE_CORES", environ=environ)
     if visible_text is not None:
         visible = parse_core_list(visible_text, total)
-    n = env.integer("NEURON_RT_NUM_CORES", None, environ=environ)
+    n = env.integer("NEURON_RT_NUM_CORES", None, minimum=1, environ=environ)
     if n is not None:
-        if not 0 < n <= len(visible):
-            raise ValueError(
-                f"NEURON_RT_NUM_CORES={n}: between 1 and the {len(visible)} visible cores"
+        if n > len(visible):
+            raise env.invalid(
+                "NEURON_RT_NUM_CORES",
+                str(n),
+                "is more cores than are visible",
+                f"1..{len(visible)} (the visible cores)",
             )
         visible = visible[:n]
     hbm = target.core.hbm_capacity

@@ -7,6 +7,7 @@ import json
 import platform
 import sys
 
+from torch_neuronx.evaluate.cli_args import EXIT_USAGE, Parser, UsageError, quiet_broken_pipe
 from torch_neuronx.tools import cost
 from torch_neuronx.tools.table import print_table as _print_table
 
@@ -171,7 +172,24 @@ def cmd_ops(args) -> int:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="torch-neuronx", description=__doc__)
+    """Runs one subcommand. Bad arguments: one line on stderr, exit 2 (argparse's own checks
+    and the ``UsageError`` a subcommand finds later); a reader that closes stdout early
+    (``| head``) ends the command quietly (evaluate/cli_args.py)."""
+    p = _parser()
+    args = p.parse_args(argv)
+    try:
+        rc = args.fn(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at exit
+        return rc
+    except UsageError as e:
+        print(f"torch-neuronx {args.cmd}: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return quiet_broken_pipe()
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = Parser(prog="torch-neuronx", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     v = sub.add_parser("verify", help="check the neuron device end to end (exit 0 when all agree)")
     v.set_defaults(fn=cmd_verify)
@@ -190,8 +208,7 @@ def main(argv=None) -> int:
     from torch_neuronx.evaluate import cli as evaluate_cli
 
     evaluate_cli.add_parser(sub)
-    args = p.parse_args(argv)
-    return args.fn(args)
+    return p
 
 
 if __name__ == "__main__":

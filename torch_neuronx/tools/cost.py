@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from torch_neuronx.evaluate.cli_args import UsageError, positive_float, positive_int
+
 
 def add_parser(sub) -> None:
     c = sub.add_parser(
@@ -25,25 +27,73 @@ def add_parser(sub) -> None:
         "all_to_all)",
     )
     c.add_argument(
-        "shapes", nargs="*", help="input shapes, e.g. 4096x4096 (collectives: the tensor's shape)"
+        "shapes",
+        nargs="*",
+        type=_shape,
+        help="input shapes, e.g. 4096x4096 (collectives: the tensor's shape)",
     )
-    c.add_argument("--dtype", default="fp32", help="bf16, fp16, fp32, fp8, ... (default fp32)")
+    c.add_argument(
+        "--dtype", default="fp32", type=_dtype, help="bf16, fp16, fp32, fp8, ... (default fp32)"
+    )
     c.add_argument(
         "--compiled",
         action="store_true",
         help="as a kernel inside a compiled graph (no eager launch)",
     )
-    c.add_argument("--ranks", type=int, default=2, help="collectives: number of ranks (default 2)")
+    c.add_argument(
+        "--ranks", type=positive_int, default=2, help="collectives: number of ranks (default 2)"
+    )
     c.add_argument(
         "--lnc", type=int, choices=[1, 2], help="logical core size (default: each generation's)"
     )
     c.add_argument(
         "--instances",
+        type=_instances,
         help="comma-separated instance names (default trn1.32xlarge,trn2.48xlarge,trn3.48xlarge)",
     )
-    c.add_argument("--price-per-hour", type=float, help="your instance price in USD per hour")
+    c.add_argument(
+        "--price-per-hour", type=positive_float, help="your instance price in USD per hour"
+    )
     c.add_argument("--json", action="store_true")
     c.set_defaults(fn=cmd_cost)
+
+
+def _shape(text: str) -> tuple:
+    """argparse ``type=``: '4096x4096' -> (4096, 4096), every size a whole number >= 0."""
+    from torch_neuronx.perf import estimate
+
+    try:
+        shape = estimate.parse_shape(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"malformed shape {text!r}: expected sizes joined by x, e.g. 4096x4096 (or scalar)"
+        ) from None
+    if any(d < 0 for d in shape):
+        raise argparse.ArgumentTypeError(f"shape {text!r} has a negative size")
+    return shape
+
+
+def _dtype(text: str):
+    from torch_neuronx.perf import estimate
+
+    try:
+        return estimate.parse_dtype(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"{e} (e.g. bf16, fp16, fp32, fp8)") from None
+
+
+def _instances(text: str) -> list:
+    from torch_neuronx.runtime import hardware
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("names no instance")
+    for n in names:
+        try:
+            hardware.instance(n)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    return names
 
 
 def cmd_cost(args) -> int:
@@ -53,19 +103,25 @@ def cmd_cost(args) -> int:
 
     from .table import print_table as _print_table
 
-    shapes = [estimate.parse_shape(s) for s in args.shapes]
-    dtype = estimate.parse_dtype(args.dtype)
-    names = args.instances.split(",") if args.instances else None
-    rows = estimate.per_generation(
-        args.op,
-        shapes,
-        dtype,
-        engine_of=engine_for,
-        in_graph=args.compiled,
-        ranks=args.ranks,
-        instances=names,
-        lnc=args.lnc,
-    )
+    shapes, dtype = args.shapes, args.dtype
+    try:
+        rows = estimate.per_generation(
+            args.op,
+            shapes,
+            dtype,
+            engine_of=engine_for,
+            in_graph=args.compiled,
+            ranks=args.ranks,
+            instances=args.instances,
+            lnc=args.lnc,
+        )
+    # the op's meta kernel checks the shapes (too few inputs, mismatched sizes): the user's
+    # mistake, said in one line
+    except (ValueError, IndexError, TypeError, RuntimeError) as e:
+        shown = " ".join("x".join(map(str, s)) or "scalar" for s in shapes) or "no shapes"
+        why = "too few input shapes" if isinstance(e, IndexError) else str(e).strip()
+        why = why.splitlines()[0] if why else type(e).__name__  # torch's schema errors: 8 lines
+        raise UsageError(f"cannot model {args.op} on {shown} ({dtype}): {why}") from None
     out = []
     from torch_neuronx.perf.target import for_instance
 
@@ -100,7 +156,7 @@ def cmd_cost(args) -> int:
                 {
                     "modeled": True,
                     "op": args.op,
-                    "shapes": args.shapes,
+                    "shapes": ["x".join(map(str, s)) or "scalar" for s in args.shapes],
                     "dtype": str(dtype),
                     "compiled": args.compiled,
                     "rows": out,
@@ -110,7 +166,8 @@ def cmd_cost(args) -> int:
         )
         return 0
     title = (
-        f"modeled Trainium cost of {args.op} {' '.join(args.shapes)} {dtype} "
+        f"modeled Trainium cost of {args.op} "
+        f"{' '.join('x'.join(map(str, s)) or 'scalar' for s in args.shapes)} {dtype} "
         f"({'kernel in a compiled graph' if args.compiled else 'eager op'}, one logical core; "
         "no Trainium was used)"
     )
