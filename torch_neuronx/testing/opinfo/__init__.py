@@ -6,7 +6,8 @@ storage offset, overlap), run on both, and compared:
 
 * ``forward``  - the functional variant: same structure, dtype, shape and device type,
   values within the OpInfo tolerances, strides for elementwise ops (TensorIterator
-  defines them);
+  defines them), and for every op when the sample was put in a memory layout
+  (``layouts.layout_sample``; exceptions in ``STRIDES_DIFFER``);
 * ``inplace``  - ``op.inplace_variant``: returns its input, same values;
 * ``out``      - ``out=`` (``op.supports_out``): returns the given ``out`` tensors, same
   values;
