@@ -117,3 +117,26 @@ def test_64bit_arithmetic_is_compared_with_the_stated_tolerance():
     assert fuzz._compare_values("x", x, x.float().double(), approx=True) is None
     assert fuzz._compare_values("x", x, x.float().double(), approx=False) is not None
     assert fuzz._compare_values("x", x, x * 1.01, approx=True) is not None
+
+
+def test_inputs_are_drawn_in_every_layout():
+    """The fuzzer draws its inputs' memory layouts (seeded, written into the program, so the
+    reproducer shows them): the CI seeds cover every layout, and each drawn layout reaches
+    the device with CPU's strides and storage offset."""
+    from torch_neuronx.testing.layouts import LAYOUT_NAMES
+
+    report = fuzz.run(CI_SEEDS[:24], shrink_failures=False)
+    assert set(report.layouts) == set(LAYOUT_NAMES), report.layouts
+    assert report.layouts["contiguous"] < sum(report.layouts.values())
+    prog = fuzz.generate(CI_SEEDS[0])
+    assert prog.statements == fuzz.generate(CI_SEEDS[0]).statements  # seeded
+    st = next(s for s in prog.statements if "apply_layout(" in s.code)
+    text = fuzz.reproducer(fuzz.Failure(fuzz.Program(0, [st], set()), "layout"))
+    assert "from torch_neuronx.testing.layouts import" in text
+    ns: dict = {}
+    exec(text.split("cpu, dev =")[0], ns)  # the reproducer's program runs as printed
+    cpu, dev = ns["program"]("cpu"), ns["program"]("neuron")
+    for k, c in cpu.items():
+        d = dev[k]
+        assert (d.stride(), d.storage_offset()) == (c.stride(), c.storage_offset())
+        assert torch.equal(d.cpu(), c)

@@ -9,7 +9,9 @@ gradients): CPU's dtype and shape exactly, values within float32-level tolerance
 ``module_db``.
 
 By default a deterministic sample runs (every op and category, a stable subset of the
-samples, three integer dtypes per op). ``TORCH_NEURONX_TEST_FULL=1`` (``make test-full``)
+samples, three integer dtypes per op, and for about one (op, category, layout) in 5 of the
+float32 and grad categories two samples again in a memory layout: docs/coverage.md, "Memory
+layouts"). ``TORCH_NEURONX_TEST_FULL=1`` (``make test-full``)
 runs every sample of every supported dtype. The shared logic lives in
 ``torch_neuronx/testing/opinfo/``; ``python -m torch_neuronx.tools.coverage_sweep`` runs
 the full sweep and writes ``docs/coverage.md``.

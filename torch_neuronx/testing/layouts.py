@@ -44,8 +44,10 @@ def _permuted(x: torch.Tensor) -> torch.Tensor:
 
 
 def _offset(x: torch.Tensor) -> torch.Tensor:
-    """Contiguous, but 5 elements into a larger storage (a view with a storage offset)."""
-    buf = torch.empty(x.numel() + 5, dtype=x.dtype)
+    """Contiguous, but 5 elements into a larger storage (a view with a storage offset). The 5
+    leading elements are zeros, not uninitialised memory: a test that builds the layout once
+    per device (the fuzzer) may reach them through `as_strided`, and must see the same bits."""
+    buf = torch.zeros(x.numel() + 5, dtype=x.dtype)
     view = buf[5:].view(x.shape)
     view.copy_(x)
     return view

@@ -3,12 +3,23 @@ on CPU while it writes so that the program is valid where it means to be."""
 
 from __future__ import annotations
 
+import math
 import random
 import warnings
 
 import torch
 
-from .program import FLOATS, INPUT_DTYPES, INTS, WIDE, Program, Statement, storage_of
+from .program import (
+    FLOATS,
+    INPUT_DTYPES,
+    INPUT_LAYOUTS,
+    INTS,
+    WIDE,
+    Program,
+    Statement,
+    namespace,
+    storage_of,
+)
 
 
 def _dtype_name(dt: torch.dtype) -> str:
@@ -22,7 +33,7 @@ class _Gen:
         self.rng = random.Random(seed)
         self.seed = seed
         self.length = length
-        self.ns: dict = {"torch": torch, "dev": "cpu"}
+        self.ns: dict = namespace("cpu")
         self.statements: list[Statement] = []
         self.approx_storages: set[int] = set()
         self.counter = 0
@@ -59,6 +70,15 @@ class _Gen:
             return str(r.randint(0, 9))
         return str(r.randint(-4, 9))
 
+    def _fills_from_alias(self, x: str, y: str) -> bool:
+        """`x[...] = y` with `y` a 0-dim tensor sharing `x`'s memory: PyTorch's setitem fills
+        from a 0-dim *CPU* value (reading it first) but copies from a device value, with the
+        overlap check, which raises (on CUDA too). Not a difference the backend can remove."""
+        v = self.ns.get(y)
+        return (
+            isinstance(v, torch.Tensor) and v.dim() == 0 and storage_of(v) == storage_of(self.ns[x])
+        )
+
     def dim(self, t: torch.Tensor) -> int:
         return self.rng.randrange(-t.dim(), t.dim()) if t.dim() else 0
 
@@ -85,7 +105,12 @@ class _Gen:
             if dt == torch.int64 and r.random() < 0.2:  # values that need all 64 bits
                 lo, hi = -(1 << 40), 1 << 40
             src = f"torch.randint({lo}, {hi}, {shape}, generator={g}, dtype={_dtype_name(dt)})"
-        return f"{name} = {src}.to(dev)"
+        layouts, weights = zip(*INPUT_LAYOUTS, strict=True)
+        layout = r.choices(layouts, weights)[0]
+        if not _layout_changes(layout, shape):
+            return f"{name} = {src}.to(dev)"  # `to` gives a dense tensor
+        # the CPU tensor in `layout`, moved with its sizes, strides and storage offset
+        return f"{name} = to_device_keeping_layout(apply_layout({src}, {layout!r}), dev)"
 
     def view(self) -> str | None:
         r = self.rng
@@ -236,7 +261,7 @@ class _Gen:
             opts += [f"{x}.add_({y})", f"{x}.mul_({y})", f"{x}.sub_({y})", f"{x}.neg_()"]
             if not t.dtype.is_complex:
                 opts += [f"{x}.clamp_({self.scalar(t)}, {self.scalar(t)})", f"{x}.abs_()"]
-        if t.dim() >= 1:
+        if t.dim() >= 1 and not self._fills_from_alias(x, y):
             opts.append(f"{x}[{self._index_expr(t)}] = {y}")
         if t.dtype.is_floating_point:
             opts += [
@@ -375,7 +400,7 @@ class _Gen:
             else f"torch.full({(k, *tail)}, {src}, dtype={_dtype_name(t.dtype)}, device=dev)"
         )
         opts = [
-            f"{x}[{idx}] = {src}",
+            f"{x}[{idx}] = {src}" if not self._fills_from_alias(x, src) else f"{x}.neg_()",
             f"{x}.index_put_(({idx},), {src_t}, accumulate={r.choice(['True', 'False'])})",
             f"{x}.index_fill_(0, {idx_dev}, {self.scalar(t)})",
             f"{x}.index_copy_(0, {idx_dev}, {src_t})",
@@ -490,7 +515,9 @@ class _Gen:
             f"torch.sum({x}, 0, out={z})" if t.dim() else f"torch.sum({x}, out={z})",
         ]
         if not t.dtype.is_complex:
-            opts += [f"torch.floor({x}, out={z})", f"torch.clamp({x}, 0, 3, out={z})"]
+            opts.append(f"torch.clamp({x}, 0, 3, out={z})")
+            if not approx:  # floor is discrete: a float32-sized difference moves it by 1
+                opts.append(f"torch.floor({x}, out={z})")
         opts.append(f"torch.abs({x}, out={z})")
         return r.choice(opts)
 
@@ -682,6 +709,20 @@ def _mentions(code: str, name: str) -> bool:
     import re
 
     return re.search(rf"\b{name}\b", code) is not None
+
+
+def _layout_changes(layout: str, shape: tuple) -> bool:
+    """Whether `apply_layout(x, layout)` gives a tensor of `shape` other strides or offset than
+    a dense one (so that a drawn layout is a layout, and is counted as one)."""
+    if layout == "contiguous" or 0 in shape or not shape:
+        return False
+    if layout == "permuted":
+        return sum(n > 1 for n in shape) >= 2
+    if layout == "channels_last":
+        return len(shape) in (3, 4, 5) and shape[1] > 1 and math.prod(shape[2:]) > 1
+    if layout == "expanded":
+        return shape[0] > 1
+    return True  # offset, sliced
 
 
 def _broadcastable(a, b) -> bool:

@@ -4,6 +4,7 @@ dtypes, and the failures and reports a run gives."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import Counter
 
 import torch
@@ -28,6 +29,33 @@ INPUT_DTYPES = (
     (torch.complex128, 1),
 )
 WIDE = (torch.float64, torch.complex128)  # arithmetic runs in 32 bits by policy
+
+# Memory layouts an input is drawn in (torch_neuronx/testing/layouts.py), with weights: about
+# half the inputs are plain contiguous tensors, the rest channels_last, permuted, at a storage
+# offset, strided slices of a larger tensor, or expanded (stride 0: the first slice repeated).
+INPUT_LAYOUTS = (
+    ("contiguous", 5),
+    ("channels_last", 1),
+    ("permuted", 1),
+    ("offset", 1),
+    ("sliced", 1),
+    ("expanded", 1),
+)
+# What a program's statements may call beside `torch` and `dev` (the layout helpers).
+LAYOUT_HELPERS = "from torch_neuronx.testing.layouts import apply_layout, to_device_keeping_layout"
+
+
+def namespace(device: str) -> dict:
+    """The globals a program runs in on `device`."""
+    from torch_neuronx.testing.layouts import apply_layout, to_device_keeping_layout
+
+    return {
+        "torch": torch,
+        "dev": device,
+        "apply_layout": apply_layout,
+        "to_device_keeping_layout": to_device_keeping_layout,
+    }
+
 
 KINDS = (
     "input",
@@ -71,14 +99,24 @@ class Report:
     programs: int = 0
     statements: int = 0
     kinds: Counter = dataclasses.field(default_factory=Counter)
+    layouts: Counter = dataclasses.field(default_factory=Counter)  # inputs per layout
     failures: list[Failure] = dataclasses.field(default_factory=list)
 
     def summary(self) -> str:
         kinds = ", ".join(f"{k} {self.kinds[k]}" for k in KINDS if self.kinds[k])
+        layouts = ", ".join(f"{k} {n}" for k, n in sorted(self.layouts.items()))
         return (
             f"{self.programs} programs, {self.statements} statements ({kinds}); "
-            f"{len(self.failures)} failing"
+            f"inputs by layout: {layouts}; {len(self.failures)} failing"
         )
+
+
+def input_layout(st: Statement) -> str | None:
+    """The memory layout an input statement draws (None for other statements)."""
+    if st.kind != "input":
+        return None
+    m = re.search(r"apply_layout\(.*, '(\w+)'\)", st.code)
+    return m.group(1) if m else "contiguous"
 
 
 def storage_of(t: torch.Tensor) -> int:

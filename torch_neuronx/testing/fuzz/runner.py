@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from .execution import check
 from .generation import generate
 from .known_bugs import known_bug
-from .program import Report
+from .program import Report, input_layout
 from .shrinking import reproducer, shrink
 
 
@@ -20,6 +20,7 @@ def run(
         report.programs += 1
         report.statements += len(prog.statements)
         report.kinds.update(s.kind for s in prog.statements)
+        report.layouts.update(filter(None, map(input_layout, prog.statements)))
         fail = check(prog, device)
         if fail:
             report.failures.append(shrink(fail, device) if shrink_failures else fail)

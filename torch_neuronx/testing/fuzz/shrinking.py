@@ -4,7 +4,7 @@ self-contained Python reproducer."""
 from __future__ import annotations
 
 from .execution import compare
-from .program import Failure, Program
+from .program import LAYOUT_HELPERS, Failure, Program
 
 
 def shrink(failure: Failure, device: str = "neuron") -> Failure:
@@ -27,7 +27,8 @@ def reproducer(failure: Failure, device: str = "neuron") -> str:
     body = "\n".join(f"    {s.code}" for s in failure.program.statements)
     return (
         f"# torch_neuronx fuzz reproducer (seed {failure.program.seed}): {failure.message.splitlines()[0]}\n"
-        "import torch\n\n"
+        "import torch\n"
+        f"{LAYOUT_HELPERS}\n\n"
         "def program(dev):\n"
         f"{body}\n"
         "    return {k: v for k, v in locals().items() if isinstance(v, torch.Tensor)}\n\n"

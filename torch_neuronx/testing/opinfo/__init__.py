@@ -6,7 +6,8 @@ storage offset, overlap), run on both, and compared:
 
 * ``forward``  - the functional variant: same structure, dtype, shape and device type,
   values within the OpInfo tolerances, strides for elementwise ops (TensorIterator
-  defines them);
+  defines them), and for every op when the sample was put in a memory layout
+  (``layouts.layout_sample``; exceptions in ``STRIDES_DIFFER``);
 * ``inplace``  - ``op.inplace_variant``: returns its input, same values;
 * ``out``      - ``out=`` (``op.supports_out``): returns the given ``out`` tensors, same
   values;
@@ -34,7 +35,8 @@ Used by ``tests/eager/test_opinfo.py`` (CI sample / full sweep),
 Modules: ``database`` (op_db / module_db, device under test), ``categories`` (dtype
 categories), ``tolerances`` (relaxed ops, tolerances), ``transfer`` (cloning samples to a
 device), ``comparison`` (device result against CPU's), ``results``, ``checks`` (one sample per
-variant), ``selection`` (seeded samples, plans), ``runner`` (all samples of an OpInfo or a
+variant), ``selection`` (seeded samples, plans; which samples also run in other memory layouts),
+``layouts`` (a sample in another memory layout), ``runner`` (all samples of an OpInfo or a
 module), ``known_failures`` (expected failures and crashes). Every name is importable from
 here.
 """
@@ -72,6 +74,7 @@ from .database import (
     ops_by_key,
 )
 from .known_failures import KNOWN_CRASHES, KNOWN_FAILURES
+from .layouts import LAYOUT_NAMES, has_internal_overlap, layout_sample, out_in_layout
 from .results import (
     CPU_ERROR,
     FAIL,
@@ -93,7 +96,15 @@ from .selection import (
     plan_from_env,
     seed_host,
 )
-from .tolerances import DEFAULT_TOL, F64_POLICY, relaxed_reason, strides_defined, tolerance
+from .tolerances import (
+    DEFAULT_TOL,
+    F64_POLICY,
+    STRIDES_DIFFER,
+    relaxed_reason,
+    strides_compared,
+    strides_defined,
+    tolerance,
+)
 from .transfer import (
     Call,
     clone_sample,
@@ -133,6 +144,10 @@ __all__ = [
     "ops_by_key",
     "KNOWN_CRASHES",
     "KNOWN_FAILURES",
+    "LAYOUT_NAMES",
+    "has_internal_overlap",
+    "layout_sample",
+    "out_in_layout",
     "CPU_ERROR",
     "FAIL",
     "PASS",
@@ -154,6 +169,8 @@ __all__ = [
     "seed_host",
     "DEFAULT_TOL",
     "F64_POLICY",
+    "STRIDES_DIFFER",
+    "strides_compared",
     "relaxed_reason",
     "strides_defined",
     "tolerance",

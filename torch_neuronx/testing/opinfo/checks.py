@@ -11,9 +11,10 @@ from collections.abc import Callable
 import torch
 
 from .comparison import Mismatch, compare, error_reason
+from .layouts import has_internal_overlap, out_in_layout
 from .results import CPU_ERROR, FAIL, PASS, SKIP, device_error
-from .tolerances import strides_defined, tolerance
-from .transfer import Call, clone_sample, expected_device_type, iter_tensors
+from .tolerances import strides_compared, tolerance
+from .transfer import Call, clone_sample, clone_value, expected_device_type, iter_tensors
 
 
 @contextlib.contextmanager
@@ -27,21 +28,22 @@ def _call(fn: Callable, call: Call, **extra):
     return fn(call.input, *call.args, **call.kwargs, **extra)
 
 
-def _run_twice(fn_cpu: Callable, fn_dev: Callable):
-    """(cpu_result, cpu_exc, dev_result, dev_exc)."""
+def _run_twice(fn_cpu: Callable, fn_dev: Callable, *, both_on_error: bool = False):
+    """(cpu_result, cpu_exc, dev_result, dev_exc). The device runs after a CPU error only
+    with ``both_on_error`` (the caller then compares the two errors)."""
     try:
         cpu = fn_cpu()
         cpu_exc = None
     except Exception as e:  # noqa: BLE001
         cpu, cpu_exc = None, e
-    if cpu_exc is not None:
+    if cpu_exc is not None and not both_on_error:
         return None, cpu_exc, None, None
     try:
         dev = fn_dev()
         dev_exc = None
     except Exception as e:  # noqa: BLE001
         dev, dev_exc = None, e
-    return cpu, None, dev, dev_exc
+    return cpu, cpu_exc, dev, dev_exc
 
 
 def _seeded(fn, relaxed=None):
@@ -57,16 +59,34 @@ def _seeded(fn, relaxed=None):
     return run
 
 
-def _run_on_both(fn, sample, device: str, op, relaxed: str | None):
+def _same_error(cpu_exc: Exception, dev_exc: Exception | None) -> tuple[str, str, str]:
+    """Verdict when CPU refuses a call that must be refused on every device (a write to a
+    tensor whose elements overlap): the device must raise the same exception type."""
+    if dev_exc is None:
+        return FAIL, "no-error", f"CPU raises {error_reason(cpu_exc)}; the device does not"
+    if type(dev_exc) is not type(cpu_exc):
+        return FAIL, "error", f"CPU raises {error_reason(cpu_exc)}; device {error_reason(dev_exc)}"
+    return PASS, "", ""
+
+
+def _run_on_both(fn, sample, device: str, op, relaxed: str | None, *, writes_input=False):
     """Runs ``fn`` on a CPU and a device copy of ``sample`` (no grad, seeded alike).
     Returns (cpu sample, device sample, cpu result, device result, status or None), the
-    status being the verdict when either side raised."""
+    status being the verdict when either side raised. ``writes_input``: ``fn`` writes to
+    the sample's input, so an input with overlapping elements must raise on both."""
     c_cpu = clone_sample(sample, "cpu", op)
     c_dev = clone_sample(sample, device, op)
+    overlap = (
+        writes_input and isinstance(c_cpu.input, torch.Tensor) and has_internal_overlap(c_cpu.input)
+    )
     with quiet(), torch.no_grad():
         cpu, cpu_exc, dev, dev_exc = _run_twice(
-            _seeded(lambda: _call(fn, c_cpu), relaxed), _seeded(lambda: _call(fn, c_dev), relaxed)
+            _seeded(lambda: _call(fn, c_cpu), relaxed),
+            _seeded(lambda: _call(fn, c_dev), relaxed),
+            both_on_error=overlap,
         )
+    if cpu_exc is not None and overlap:
+        return c_cpu, c_dev, cpu, dev, _same_error(cpu_exc, dev_exc)
     if cpu_exc is not None:
         return c_cpu, c_dev, cpu, dev, (CPU_ERROR, "cpu", error_reason(cpu_exc))
     if dev_exc is not None:
@@ -74,8 +94,12 @@ def _run_on_both(fn, sample, device: str, op, relaxed: str | None):
     return c_cpu, c_dev, cpu, dev, None
 
 
-def check_forward(op, sample, device: str, dtype, relaxed: str | None) -> tuple[str, str, str]:
-    """Functional variant. Returns (status, kind, reason)."""
+def check_forward(
+    op, sample, device: str, dtype, relaxed: str | None, layout: str | None = None
+) -> tuple[str, str, str]:
+    """Functional variant. Returns (status, kind, reason). ``layout``: the memory layout
+    the sample was put in (``layouts.layout_sample``), None for the sample as OpInfo gives
+    it; output strides are compared as ``strides_compared`` says."""
     atol, rtol = tolerance(op, dtype)
     c_cpu, c_dev, cpu, dev, failed = _run_on_both(op, sample, device, op, relaxed)
     if failed is not None:
@@ -87,7 +111,7 @@ def check_forward(op, sample, device: str, dtype, relaxed: str | None) -> tuple[
             device_type=expected_device_type(c_dev, device),
             atol=atol,
             rtol=rtol,
-            check_strides=strides_defined(op) and relaxed is None,
+            check_strides=strides_compared(op, layout) and relaxed is None,
             values=relaxed is None,
         )
         # inputs must not be modified differently (functional variants usually leave
@@ -107,14 +131,16 @@ def check_forward(op, sample, device: str, dtype, relaxed: str | None) -> tuple[
     return PASS, "", ""
 
 
-def check_inplace(op, sample, device: str, dtype, relaxed: str | None):
+def check_inplace(op, sample, device: str, dtype, relaxed: str | None, layout: str | None = None):
     fn = op.inplace_variant
     if fn is None:
         return None
     if sample.broadcasts_input:
         return SKIP, "broadcasts_input", "in-place variant cannot broadcast its input"
     atol, rtol = tolerance(op, dtype)
-    c_cpu, c_dev, cpu, dev, failed = _run_on_both(fn, sample, device, op, relaxed)
+    c_cpu, c_dev, cpu, dev, failed = _run_on_both(
+        fn, sample, device, op, relaxed, writes_input=True
+    )
     if failed is not None:
         return failed
     try:
@@ -152,7 +178,9 @@ def _empty_like_structure(x, device):
     raise TypeError(f"cannot build out= for {type(x).__name__}")
 
 
-def check_out(op, sample, device: str, dtype, relaxed: str | None):
+def check_out(op, sample, device: str, dtype, relaxed: str | None, layout: str | None = None):
+    """``out=`` variant; under a ``layout`` the ``out`` tensors are in that layout too (an
+    ``out`` of the right shape keeps its strides, so the kernel writes through them)."""
     if not op.supports_out:
         return None
     atol, rtol = tolerance(op, dtype)
@@ -173,12 +201,20 @@ def check_out(op, sample, device: str, dtype, relaxed: str | None):
             return SKIP, "out-structure", "output is not a tensor or tuple of tensors"
         c_cpu = clone_sample(sample, "cpu", op)
         c_dev = clone_sample(sample, device, op)
-        out_cpu = _empty_like_structure(expected, "cpu")
-        out_dev = _empty_like_structure(expected, device)
+        if layout is None:
+            out_cpu = _empty_like_structure(expected, "cpu")
+            out_dev = _empty_like_structure(expected, device)
+        else:
+            out_cpu = out_in_layout(expected, layout)
+            out_dev = clone_value(out_cpu, device, {})
+        overlap = any(has_internal_overlap(t) for t in iter_tensors(out_cpu))
         cpu, cpu_exc, dev, dev_exc = _run_twice(
             _seeded(lambda: _call(op, c_cpu, out=out_cpu), relaxed),
             _seeded(lambda: _call(op, c_dev, out=out_dev), relaxed),
+            both_on_error=overlap,
         )
+    if cpu_exc is not None and overlap:
+        return _same_error(cpu_exc, dev_exc)
     if cpu_exc is not None:
         return CPU_ERROR, "cpu", error_reason(cpu_exc)
     if relaxed is None:
@@ -231,7 +267,7 @@ def _grad_inputs(call: Call) -> list[torch.Tensor]:
     return res
 
 
-def check_grad(op, sample, device: str, dtype, relaxed: str | None):
+def check_grad(op, sample, device: str, dtype, relaxed: str | None, layout: str | None = None):
     atol, rtol = tolerance(op, dtype)
     c_cpu = clone_sample(sample, "cpu", op)
     c_dev = clone_sample(sample, device, op)

@@ -34,6 +34,7 @@ class Result:
     reason: str = ""
     sample: str = ""
     relaxed: bool = False
+    layout: str = ""  # memory layout the sample was put in (layouts.py); "" as OpInfo gives it
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -47,8 +48,9 @@ def summarize_failures(results: Iterable[Result], limit: int = 20) -> str:
     lines = []
     for r in results:
         if r.status == FAIL:
+            where = f" {r.layout}" if r.layout else ""
             lines.append(
-                f"  {r.op} [{r.variant} {r.dtype} #{r.index}] {r.kind}: {r.reason}"
+                f"  {r.op} [{r.variant} {r.dtype} #{r.index}{where}] {r.kind}: {r.reason}"
                 f"\n      sample: {r.sample}"
             )
     extra = len(lines) - limit

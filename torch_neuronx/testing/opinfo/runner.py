@@ -10,6 +10,7 @@ from .categories import FLOAT32, WIDE_CATEGORIES
 from .checks import VARIANT_CHECKS, grad_targets, quiet
 from .comparison import Mismatch, compare, error_reason
 from .database import op_key
+from .layouts import layout_sample
 from .results import CPU_ERROR, FAIL, PASS, Result, device_error, dtype_name
 from .selection import Plan, generate_samples, no_test_fn_tracking, seed_host
 from .tolerances import DEFAULT_TOL, relaxed_reason
@@ -42,34 +43,65 @@ def run_op_category(op, category: str, device: str, plan: Plan) -> list[Result]:
                 )
             )
             continue
-        for i, sample in plan.pick(op, category, dtype, samples):
-            desc = None
-            for variant in variants:
+        picked = plan.pick(op, category, dtype, samples)
+        runs = [(i, sample, None) for i, sample in picked]
+        layouts = plan.layouts(op, category)
+        for i, sample in plan.layout_samples(picked) if layouts else ():
+            for name in layouts:
                 try:
-                    r = VARIANT_CHECKS[variant](op, sample, device, dtype, relaxed)
+                    moved = layout_sample(sample, name)
                 except Exception as e:  # noqa: BLE001 - harness-level failure
-                    r = (FAIL, "harness", error_reason(e))
-                if r is None:
-                    continue
-                status, kind, reason = r
-                if desc is None:
-                    try:
-                        desc = describe_sample(sample)
-                    except Exception:  # noqa: BLE001
-                        desc = "?"
-                results.append(
-                    Result(
-                        key,
-                        variant,
-                        dtype_name(dtype),
-                        i,
-                        status,
-                        kind,
-                        reason,
-                        desc,
-                        relaxed=relaxed is not None,
+                    results.append(
+                        Result(
+                            key,
+                            "forward",
+                            dtype_name(dtype),
+                            i,
+                            FAIL,
+                            "harness",
+                            f"layout {name}: {error_reason(e)}",
+                            layout=name,
+                        )
                     )
-                )
+                    continue
+                if moved is not None:  # None: no tensor of the sample changes geometry
+                    runs.append((i, moved, name))
+        for i, sample, layout in runs:
+            results += _run_sample(op, key, sample, i, layout, variants, device, dtype, relaxed)
+    return results
+
+
+def _run_sample(op, key, sample, i, layout, variants, device, dtype, relaxed) -> list[Result]:
+    """Every variant of one sample (in memory layout ``layout``, None: as OpInfo gives it)."""
+    results = []
+    desc = None
+    for variant in variants:
+        try:
+            r = VARIANT_CHECKS[variant](op, sample, device, dtype, relaxed, layout)
+        except Exception as e:  # noqa: BLE001 - harness-level failure
+            r = (FAIL, "harness", error_reason(e))
+        if r is None:
+            continue
+        status, kind, reason = r
+        if desc is None:
+            try:
+                desc = describe_sample(sample)
+            except Exception:  # noqa: BLE001
+                desc = "?"
+        results.append(
+            Result(
+                key,
+                variant,
+                dtype_name(dtype),
+                i,
+                status,
+                kind,
+                reason,
+                desc,
+                relaxed=relaxed is not None,
+                layout=layout or "",
+            )
+        )
     return results
 
 

@@ -16,6 +16,7 @@ from torch_neuronx.runtime import env
 from .categories import WIDE_CATEGORIES, category_dtypes
 from .checks import quiet
 from .database import op_key
+from .layouts import LAYOUT_NAMES
 
 
 def _stable_hash(*parts) -> int:
@@ -73,6 +74,13 @@ class Plan:
     pool_wide: int = 6
     take_wide: int = 2
     int_dtypes_per_op: int = 3
+    # Memory layouts (layouts.py): in CI, layout variants run for the categories of
+    # ``layout_categories`` only, for the (op, category, layout) triples whose stable hash is
+    # 0 modulo ``layout_every``, on the first ``layout_take`` picked samples. Full: every
+    # category, layout and sample.
+    layout_categories: tuple[str, ...] = ("float32", "grad")
+    layout_every: int = 5
+    layout_take: int = 2
 
     def dtypes(self, op, category: str) -> list:
         dts = category_dtypes(op, category)
@@ -89,6 +97,22 @@ class Plan:
         order = sorted(idx, key=lambda p: _stable_hash(op_key(op), category, dtype, p[0]))
         chosen = sorted(order[:take], key=lambda p: p[0])
         return chosen
+
+    def layouts(self, op, category: str) -> list[str]:
+        """The layouts each picked sample of (op, category) is also run in."""
+        if self.full:
+            return list(LAYOUT_NAMES)
+        if category not in self.layout_categories:
+            return []
+        return [
+            name
+            for name in LAYOUT_NAMES
+            if _stable_hash(op_key(op), category, name) % self.layout_every == 0
+        ]
+
+    def layout_samples(self, picked: list) -> list:
+        """Of the picked (index, sample) pairs, those that also run in other layouts."""
+        return picked if self.full else picked[: self.layout_take]
 
 
 FULL_PLAN = Plan(full=True)
