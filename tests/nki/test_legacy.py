@@ -207,9 +207,33 @@ def test_legacy_constructs_not_simulated_name_construct_line_and_replacement():
         arange_on_block(x)
     for s in ("block dim 0", "(P, B..., F...)", "return t[nl.arange"):
         _line_of(e, s)
-    with pytest.raises(NkiUnsupportedError, match="nl.loop_reduce"):
+    with pytest.raises(NkiUnsupportedError, match="nl.loop_reduce") as e:
         loop_reduce(x)
+    _line_of(e, "return lnl.loop_reduce(t, np.add")
     with pytest.raises(NkiValidationError) as e:
         whole_block_tensor(x)
     for s in ("whole tensor with block dims", "lisa.activation(np.exp, t)"):
         _line_of(e, s)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_two_block_dims_and_psum_matmul_operands(dtype):
+    @lnki.jit
+    def kernel(x):
+        out = nl.ndarray((2, 3, 64, 64), dtype=np.float32, buffer=nl.shared_hbm)
+        t = lnl.ndarray((2, 3, lnl.par_dim(64), 64), dtype=x.dtype)
+        for h in nl.affine_range(2):
+            sub = t[h]  # (3, par_dim(64), 64): still one block dim
+            assert sub.shape == (3, 64, 64)
+            for i in nl.affine_range(3):
+                sub[i, :, :] = nl.load(x[h, i])
+        for h in nl.affine_range(2):
+            for i in nl.affine_range(3):
+                tt = lisa.nc_transpose(t[h, i])  # a Tensor Engine result in PSUM
+                prod = lisa.nc_matmul(tt, t[h][i])  # old compiler: PSUM operand copied to SBUF
+                nl.store(out[h, i], value=nl.copy(prod, dtype=np.float32))
+        return out
+
+    x = torch.randn(2, 3, 64, 64, dtype=dtype, device=DEV)
+    xf = x.cpu().float()
+    close(kernel(x), xf @ xf, **tol(dtype, 1e-4, 5e-2))

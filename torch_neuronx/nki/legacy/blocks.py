@@ -75,6 +75,8 @@ class BlockTensor:
         if any(k is Ellipsis for k in key[: self.nblock]):
             fail(f"'...' in front of the partition dim of a tensor with block dims: {_REPLACE}")
         blocks, rest = key[: self.nblock], key[self.nblock :]
+        # t[b] of a tensor with two block dims is the b-th (B2, P, F...) sub-tensor
+        blocks = tuple(blocks) + (slice(None),) * (self.nblock - len(blocks))
         for d, b in enumerate(blocks):
             if isinstance(b, Idx):
                 fail(

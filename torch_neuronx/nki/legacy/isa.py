@@ -112,6 +112,12 @@ def nc_matmul(
     """``stationary.T @ moving`` into a new float32 PSUM tile (old form; ``+=`` onto a PSUM
     view adds it there)."""
     stationary, moving = _tile(stationary, "stationary"), _tile(moving, "moving")
+    # the old compiler copied PSUM operands (e.g. a Tensor Engine transpose's result) to SBUF
+    # itself; that copy is issued here as the instruction it was
+    if stationary.buffer is PSUM:
+        stationary = tensor_copy(stationary)
+    if moving.buffer is PSUM:
+        moving = tensor_copy(moving)
     if is_transpose:
         out = _out((stationary.free_size, stationary.partitions), stationary.dtype, buffer=PSUM)
     else:

@@ -19,7 +19,7 @@ from .. import dtypes as _dt
 from .. import isa as _isa_new
 from .. import language as _nl
 from ..alloc import ndarray as _alloc
-from ..errors import NkiUnsupportedError
+from ..errors import NkiUnsupportedError, fail
 from ..ops import OPS as _OPS
 from ..ops import Op as _Op
 from ..storage import MemoryRegion as _MR
@@ -129,7 +129,8 @@ fp16 = _Range(_dt.float16)
 
 
 def loop_reduce(x, op, loop_indices, mask=None, dtype=None):
-    raise NkiUnsupportedError(
+    fail(
         "nl.loop_reduce (neuronxcc.nki) is not simulated: accumulate across the loop explicitly "
-        "(acc[...] = nl.add(acc, x) or an nc_matmul accumulating in PSUM), as NKI 0.2+ requires"
+        "(acc[...] = nl.add(acc, x) or an nc_matmul accumulating in PSUM), as NKI 0.2+ requires",
+        NkiUnsupportedError,
     )
