@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import torch
 
+from . import numpy_names
 from .errors import NkiUnsupportedError, NkiValidationError
 
 
@@ -120,6 +121,18 @@ def normalize(dtype):
         name = dtype.replace("nl.", "")
         if name in _BY_NAME:
             return _BY_NAME[name]
+    np_name = numpy_names.numpy_dtype_name(dtype)
+    if np_name is not None:
+        spelling, nki_name = np_name
+        if nki_name is not None and numpy_names.legacy_active():
+            return _BY_NAME[nki_name]  # a neuronxcc.nki kernel: NumPy dtypes are its spelling
+        from .errors import fail
+
+        fail(
+            f"{spelling} is a NumPy dtype, the neuronxcc.nki (pre-0.2) spelling; NKI 0.2+ takes "
+            + (f"nl.{nki_name}" if nki_name else "an nl dtype (nl.float32, nl.bfloat16, ...)")
+            + " (or run the kernel unchanged with torch_neuronx.nki.legacy)"
+        )
     raise NkiValidationError(f"{dtype!r} is not an NKI data type")
 
 

@@ -267,6 +267,19 @@ def get(op, role: str = "op") -> Op:
         return op
     if isinstance(op, str) and op in OPS:
         return OPS[op]
+    from . import numpy_names
     from .errors import fail
+
+    np_op = numpy_names.numpy_op_name(op)
+    if np_op is not None:
+        spelling, nki_name = np_op
+        if nki_name is not None and numpy_names.legacy_active():
+            return OPS[nki_name]  # a neuronxcc.nki kernel: NumPy functions are its operators
+        fail(
+            f"{role}={spelling} is a NumPy function, the neuronxcc.nki (pre-0.2) spelling of an "
+            f"operator; NKI 0.2+ takes "
+            + (f"nl.{nki_name}" if nki_name else "an nl operator (nl.add, nl.exp, ...)")
+            + " (or run the kernel unchanged with torch_neuronx.nki.legacy)"
+        )
 
     fail(f"{role}={op!r} is not an NKI operator (use nl.add, nl.multiply, nl.exp, ...)")

@@ -69,6 +69,12 @@ class TensorBase:
     def __radd__(self, o):
         return LANGUAGE["add"](o, self)
 
+    def __iadd__(self, o):
+        # ``t[k] += v``: a new sum tile that __setitem__ then copies (NKI 0.2+); the legacy
+        # layer registers "iadd" for the old language's ``psum[...] += nisa.nc_matmul(...)``
+        iadd = LANGUAGE.get("iadd")
+        return iadd(self, o) if iadd is not None else LANGUAGE["add"](self, o)
+
     def __sub__(self, o):
         return LANGUAGE["subtract"](self, o)
 

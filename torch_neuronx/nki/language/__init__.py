@@ -99,3 +99,15 @@ all = _OPS["all"]  # noqa: A001
 copy = _OPS["copy"]
 abs = _OPS["abs"]  # noqa: A001
 del _name, _op
+
+
+def par_dim(n):
+    """Removed in NKI 0.2 (block dimensions); an error naming the replacement."""
+    from ..errors import fail
+
+    fail(
+        f"nl.par_dim({n}) is the neuronxcc.nki (pre-0.2) block-dimension API, removed in NKI 0.2: "
+        f"put the partition dim first, (P, blocks..., free...) instead of (blocks..., "
+        f"nl.par_dim(P), free...) (AWS's NKI Block Dimension Migration Guide), or run the "
+        f"kernel unchanged with torch_neuronx.nki.legacy"
+    )

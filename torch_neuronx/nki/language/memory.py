@@ -86,12 +86,26 @@ def assign(view, value):
         return
     if not isinstance(value, (NkiTensor, IndexedTensor)):
         fail(f"cannot assign {type(value).__name__} to an NKI tensor view")
+    if _same_view(view, value):
+        return  # ``t[k] += v`` already wrote t[k] in place (legacy PSUM accumulation)
     if view.buffer.on_chip and value.buffer.on_chip:
         isa.tensor_copy(dst=view, src=value)
     else:
         if value.buffer is psum:
             value = copy(value)
         isa.dma_copy(dst=view, src=value)
+
+
+def _same_view(a, b) -> bool:
+    return (
+        isinstance(a, NkiTensor)
+        and isinstance(b, NkiTensor)
+        and a.storage is b.storage
+        and a.offset == b.offset
+        and a.shape == b.shape
+        and a.strides == b.strides
+        and a.dtype == b.dtype
+    )
 
 
 def matmul(x, y, transpose_x=False, mask=None) -> NkiTensor:

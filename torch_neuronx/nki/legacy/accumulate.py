@@ -1,0 +1,54 @@
+"""``psum[...] += nisa.nc_matmul(...)`` of the pre-0.2 language: accumulation in PSUM.
+
+The old API's matmul returned a PSUM tile and ``+=`` onto a PSUM view told the compiler to
+accumulate the product there (AWS's flash-attention and matmul tutorials). Here the legacy
+``nc_matmul`` / ``nl.matmul`` run at once into a fresh PSUM tile; when the very next thing the
+kernel does is ``+=`` that tile onto a PSUM view, the product is added there in fp32 as the
+Tensor Engine's accumulation would, with no further instruction counted (on the hardware the
+matmul writes the destination directly). Any other ``+=`` is the 0.2+ meaning: an add
+instruction and a copy.
+"""
+
+from __future__ import annotations
+
+from .. import execution
+from ..alloc import touch
+from ..isa_common import f32, write
+from ..numpy_names import legacy_active
+from ..storage import MemoryRegion
+from ..tensor import NkiTensor
+from ..tensor_base import LANGUAGE, register_language
+
+_last = {"tile": None, "counter": -1}
+
+
+def note_matmul(out: NkiTensor) -> NkiTensor:
+    """Remember ``out`` (a legacy matmul's fresh PSUM result) for a following ``+=``."""
+    _last["tile"] = out
+    _last["counter"] = execution.current().counter
+    return out
+
+
+def _iadd(view, value):
+    ex = execution.current_or_none()
+    fresh = (
+        ex is not None
+        and legacy_active()
+        and value is _last["tile"]
+        and ex.counter == _last["counter"]
+        and isinstance(view, NkiTensor)
+        and view.buffer is MemoryRegion.psum
+        and view.partitions == value.partitions
+        and view.free_size == value.free_size
+    )
+    if not fresh:
+        return LANGUAGE["add"](view, value)
+    _last["tile"] = None
+    if view.storage.rec is not None:
+        touch(ex, view.storage)
+    if ex.compute:
+        write(view, f32(view) + f32(value).reshape(view.shape))
+    return view
+
+
+register_language(iadd=_iadd)

@@ -1,0 +1,136 @@
+"""``neuronxcc.nki.language`` (pre-0.2): NKI 0.2+'s ``nki.language`` plus the old constructs.
+
+What differs from ``torch_neuronx.nki.language``:
+
+- ``par_dim`` and block dimensions in ``ndarray``/``zeros``/``ones``/``full``/``*_like``
+  (:mod:`.blocks`);
+- NumPy dtypes and NumPy functions as operators (translated while a legacy kernel runs, see
+  nki/numpy_names.py);
+- reductions (``nl.sum``/``max``/``min``/``prod``/``mean``/``var``/``all``) over any free
+  axes, not only the trailing ones: the reduced axes are moved last first (a free view);
+- ``fp32`` / ``bf16`` / ... value-range constants (``nl.fp32.min``);
+- ``loop_reduce`` raises an error naming its replacement.
+"""
+
+from __future__ import annotations
+
+from ...nki.language import *  # noqa: F403 - the old language is a superset of the new one
+from .. import dtypes as _dt
+from .. import isa as _isa_new
+from .. import language as _nl
+from ..alloc import ndarray as _alloc
+from ..errors import NkiUnsupportedError, fail
+from ..ops import OPS as _OPS
+from ..ops import Op as _Op
+from ..storage import MemoryRegion as _MR
+from . import isa as _lisa
+from .accumulate import note_matmul
+from .blocks import BlockTensor, par_dim, split_shape
+
+__all__ = ["par_dim", "BlockTensor"]  # plus everything of nki.language (star-imported)
+
+sbuf, psum = _MR.sbuf, _MR.psum
+
+
+def ndarray(shape, dtype, buffer=None, name: str = "", **kwargs):
+    """A new tensor; dims in front of an ``nl.par_dim`` are block dims (one tile each)."""
+    buffer = sbuf if buffer is None else buffer
+    blocks, tile = split_shape(shape)
+    if not blocks or not _MR(getattr(buffer, "value", buffer)).on_chip:
+        return _nl.ndarray(blocks + tile, dtype, buffer=buffer, name=name, **kwargs)
+    # (B..., P, F...) is stored as NKI 0.2+'s replacement (P, B..., F...)
+    under = _alloc((tile[0],) + blocks + tile[1:], dtype, buffer, name)
+    return BlockTensor(under, len(blocks))
+
+
+def _filled(shape, value, dtype, buffer, name):
+    t = ndarray(shape, dtype, buffer=buffer, name=name)
+    whole = t.under if isinstance(t, BlockTensor) else t
+    if whole.buffer.on_chip:
+        _isa_new.memset(dst=whole, value=value)
+    else:
+        from ..language.creation import _fill
+
+        _fill(whole, value)
+    return t
+
+
+def zeros(shape, dtype, buffer=None, name: str = "", **kwargs):
+    return _filled(shape, 0, dtype, buffer, name)
+
+
+def ones(shape, dtype, buffer=None, name: str = "", **kwargs):
+    return _filled(shape, 1, dtype, buffer, name)
+
+
+def full(shape, fill_value, dtype, buffer=None, name: str = "", **kwargs):
+    return _filled(shape, fill_value, dtype, buffer, name)
+
+
+def zeros_like(a, dtype=None, buffer=None, name: str = "", **kwargs):
+    return zeros(a.shape, dtype or a.dtype, buffer=buffer or a.buffer, name=name)
+
+
+def ones_like(a, dtype=None, buffer=None, name: str = "", **kwargs):
+    return ones(a.shape, dtype or a.dtype, buffer=buffer or a.buffer, name=name)
+
+
+def empty_like(a, dtype=None, buffer=None, name: str = "", **kwargs):
+    return ndarray(a.shape, dtype or a.dtype, buffer=buffer or a.buffer, name=name)
+
+
+def _legacy_reduction(opname):
+    """nl.<reduction> of the old language: any free axes (moved last, a free view)."""
+    base = _OPS[opname]
+    isa_op = {"sum": "add", "max": "maximum", "min": "minimum", "prod": "multiply"}.get(opname)
+
+    def reduce(x, axis, dtype=None, keepdims=False, mask=None, **kwargs):
+        if isinstance(x, BlockTensor):
+            x._whole(f"nl.{opname}")
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        nd = x.ndim
+        norm = tuple(sorted(int(a) + (nd if int(a) < 0 else 0) for a in axes))
+        trailing = norm == tuple(range(nd - len(norm), nd))
+        if trailing or isa_op is None:
+            return base.lang(x, axis, dtype=dtype, keepdims=keepdims, mask=mask, **kwargs)
+        return _lisa.tensor_reduce(isa_op, x, norm, dtype=dtype, keepdims=keepdims, mask=mask)
+
+    op = object.__new__(_Op)
+    for slot in _Op.__slots__:
+        setattr(op, slot, getattr(base, slot))
+    op.lang = reduce
+    return op
+
+
+sum = _legacy_reduction("sum")  # noqa: A001 - NKI's names
+max = _legacy_reduction("max")  # noqa: A001
+min = _legacy_reduction("min")  # noqa: A001
+prod = _legacy_reduction("prod")
+
+
+def matmul(x, y, transpose_x=False, mask=None):
+    """``nl.matmul`` (a new PSUM tile); ``psum[...] += nl.matmul(...)`` accumulates there."""
+    return note_matmul(_nl.matmul(x, y, transpose_x=transpose_x, mask=mask))
+
+
+class _Range:
+    """Value range of a dtype (``nl.fp32.min`` in old kernels: the most negative float32)."""
+
+    def __init__(self, dtype):
+        import torch
+
+        info = torch.finfo(_dt.storage_dtype(dtype))
+        self.min, self.max, self.eps, self.tiny = info.min, info.max, info.eps, info.tiny
+
+
+fp32 = _Range(_dt.float32)
+bf16 = _Range(_dt.bfloat16)
+fp16 = _Range(_dt.float16)
+
+
+def loop_reduce(x, op, loop_indices, mask=None, dtype=None):
+    fail(
+        "nl.loop_reduce (neuronxcc.nki) is not simulated: accumulate across the loop explicitly "
+        "(acc[...] = nl.add(acc, x) or an nc_matmul accumulating in PSUM), as NKI 0.2+ requires",
+        NkiUnsupportedError,
+    )
