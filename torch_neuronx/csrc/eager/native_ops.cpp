@@ -8,14 +8,12 @@
 #include "runtime/runtime.h"
 #include "runtime/sync.h"
 
-#include <ATen/ATen.h>
 #include <ATen/EmptyTensor.h>
-#include <ATen/native/Resize.h>
-#include <ATen/native/TensorFactories.h>
 #include <ATen/ops/_local_scalar_dense_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/copy_native.h>
+#include <ATen/ops/resize_native.h>
 #include <ATen/ops/set_cpu_dispatch.h>
 #include <ATen/ops/set_native.h>
 #include <ATen/ops/view_native.h>
