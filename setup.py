@@ -51,6 +51,7 @@ class BuildDriver(BuildExtension):
                     self.compiler.set_executable(name, [a for a in cmd if a != "-g"])
         super().build_extensions()
 
+
 setup(
     ext_modules=[
         CppExtension(

@@ -146,7 +146,7 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 }
 
 // PyTorch's copy-on-write clone needs storages whose DataPtr context is the data pointer;
-// device memory's context is its allocator block (runtime/allocator.cpp), so the clone is
+// device memory's context is its allocator block (runtime/caching_allocator.cpp), so the clone is
 // made at once: the same values and an independent storage, as after the first write.
 at::Tensor lazy_clone(const at::Tensor& self) { return self.clone(); }
 
