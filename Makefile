@@ -9,6 +9,9 @@ SOURCES := $(CSRC_FILES) setup.py pyproject.toml
 # be equal, and tests/device/test_package.py checks that they are. An unpinned request would
 # also pull a multi-GB CUDA build.
 TORCH_PIN := torch==2.13.0
+# `make build DEBUG=1`: the driver with debug information (-g); without it, none (issue 27:
+# debug information made the driver's build ~1.4x slower). setup.py reads the variable.
+DEBUG ?= 0
 
 .PHONY: setup build demo test test-full lint coverage bench clean docs evaluate-deps evaluate-browser
 
@@ -20,12 +23,20 @@ $(VENV)/bin/python:
 # torch and the build tools first: setup.py imports torch to compile the driver, and
 # --no-build-isolation builds against the torch installed here. The extras bring the test,
 # CLI and lint dependencies (pyproject.toml lists them once).
-$(STAMP): $(VENV)/bin/python $(SOURCES)
+# setup.py compiles in build/ninja, so a rebuild compiles only the changed translation units.
+define install_driver
 	$(PY) -m pip install -q $(TORCH_PIN) ninja "setuptools>=77" wheel
-	$(PY) -m pip install -q --no-build-isolation -e ".[test,cli,lint]"
+	TORCH_NEURONX_DEBUG_BUILD=$(DEBUG) $(PY) -m pip install -q --no-build-isolation -e ".[test,cli,lint]"
 	touch $(STAMP)
+endef
 
-build: setup
+$(STAMP): $(VENV)/bin/python $(SOURCES)
+	$(install_driver)
+
+# Always rebuilds (incrementally): `make build DEBUG=1` adds debug information, `make build`
+# takes it out again.
+build: $(VENV)/bin/python
+	$(install_driver)
 
 demo: setup
 	$(VENV)/bin/torch-neuronx verify

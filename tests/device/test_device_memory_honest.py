@@ -23,7 +23,7 @@ import torch
 MiB = 1 << 20
 
 def rounded(n):
-    # The allocator's block size for an n-byte request (csrc/runtime/allocator.cpp: round_size).
+    # The allocator's block size for an n-byte request (csrc/runtime/allocator_pool.h: round_size).
     if n == 0:
         return 0
     if n <= 256:

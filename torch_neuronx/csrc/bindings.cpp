@@ -12,7 +12,7 @@
 
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <torch/csrc/Generator.h>
-#include <torch/extension.h>
+#include <torch/csrc/utils/pybind.h>
 
 namespace torch_neuronx {
 void register_c10d_kernels();                   // distributed/collectives.cpp

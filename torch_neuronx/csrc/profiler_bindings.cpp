@@ -8,8 +8,8 @@
 #include "runtime/runtime.h"
 
 #include <pybind11/stl.h>
+#include <torch/csrc/Export.h>
 #include <torch/csrc/profiler/combined_traceback.h>
-#include <torch/extension.h>
 
 // From torch/csrc/profiler/python/combined_traceback.h (libtorch_python), which cannot be
 // included here: it includes nlohmann/json.hpp, which the torch wheel does not ship.

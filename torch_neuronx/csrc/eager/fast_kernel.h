@@ -27,7 +27,6 @@
 #include "runtime/perf_hook.h"
 #include "runtime/runtime.h"
 
-#include <ATen/ATen.h>
 #include <ATen/TensorIterator.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 

@@ -24,6 +24,7 @@
 // the two paths op by op (results, strides, tracking, counters).
 #include "eager/fast_kernel.h"
 
+#include <ATen/Context.h>
 #include <ATen/native/Activation.h>
 #include <ATen/native/BinaryOps.h>
 #include <ATen/native/Fill.h>

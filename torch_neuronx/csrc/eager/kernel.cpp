@@ -18,10 +18,15 @@
 #include "runtime/perf_hook.h"
 #include "runtime/runtime.h"
 
-#include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/MemoryOverlap.h>
+#include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/ones_like.h>
+#include <ATen/ops/view_as_real.h>
+#include <ATen/ops/where.h>
 #include <c10/util/SmallVector.h>
 #include <torch/library.h>
 #include <cmath>

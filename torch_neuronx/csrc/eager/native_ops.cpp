@@ -8,14 +8,12 @@
 #include "runtime/runtime.h"
 #include "runtime/sync.h"
 
-#include <ATen/ATen.h>
 #include <ATen/EmptyTensor.h>
-#include <ATen/native/Resize.h>
-#include <ATen/native/TensorFactories.h>
 #include <ATen/ops/_local_scalar_dense_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/copy_native.h>
+#include <ATen/ops/resize_native.h>
 #include <ATen/ops/set_cpu_dispatch.h>
 #include <ATen/ops/set_native.h>
 #include <ATen/ops/view_native.h>
@@ -148,7 +146,7 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 }
 
 // PyTorch's copy-on-write clone needs storages whose DataPtr context is the data pointer;
-// device memory's context is its allocator block (runtime/allocator.cpp), so the clone is
+// device memory's context is its allocator block (runtime/caching_allocator.cpp), so the clone is
 // made at once: the same values and an independent storage, as after the first write.
 at::Tensor lazy_clone(const at::Tensor& self) { return self.clone(); }
 

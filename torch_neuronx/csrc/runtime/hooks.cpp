@@ -5,7 +5,15 @@
 #include "runtime/runtime.h"
 
 #include <ATen/detail/PrivateUse1HooksInterface.h>
-#include <ATen/native/Resize.h>
+#include <c10/core/StorageImpl.h>
+
+// From ATen/native/Resize.h (libtorch_cpu), declared here instead of included: that header
+// (TensorUtils.h, EmptyTensor.h, ...) cost this file more compile time than all the rest of it
+// (issue 27). torch is pinned to one version (pyproject.toml), and a changed signature would
+// fail at import with an undefined symbol.
+namespace at::native {
+TORCH_API void resize_bytes_cpu(c10::StorageImpl* storage, size_t size_bytes);
+}  // namespace at::native
 
 namespace torch_neuronx {
 namespace {

@@ -2,13 +2,23 @@
 // destroyed at exit, when Python may already be gone).
 #include "runtime/perf_hook.h"
 
-#include <torch/csrc/jit/python/pybind_utils.h>
-#include <torch/extension.h>
+#include <pybind11/pybind11.h>
+#include <torch/csrc/Export.h>
 
 #include <chrono>
 #include <mutex>
 
+// From torch/csrc/jit/python/pybind_utils.h (libtorch_python), declared here instead of included:
+// that header (with torch/extension.h, which it needs) took this 50-line file ~25 s to compile,
+// longer than any other in the driver (issue 27). torch is pinned to one version (pyproject.toml),
+// and a changed signature would fail at import with an undefined symbol.
+namespace torch::jit {
+TORCH_PYTHON_API pybind11::object toPyObject(c10::IValue ivalue);
+}  // namespace torch::jit
+
 namespace torch_neuronx {
+
+namespace py = pybind11;
 
 std::atomic<bool> g_perf_enabled{false};
 
