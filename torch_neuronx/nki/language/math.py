@@ -143,7 +143,7 @@ def _reduction(opname, x, axis, dtype=None, keepdims=False, mask=None, **kwargs)
     _on_chip(x, opname)
     axes = _axes(x, axis)
     out = _alloc(_reduce_shape(x, axes, keepdims), dtype or x.dtype, sbuf)
-    isa.tensor_reduce(dst=out, op=OPS[opname], data=x, axis=axes, keepdims=keepdims)
+    isa.tensor_reduce(dst=out, op=OPS[opname], data=x, axis=axes, keepdims=keepdims, mask=mask)
     return out
 
 
