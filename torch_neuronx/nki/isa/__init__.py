@@ -7,7 +7,8 @@ the kernel line. The legacy ``mask=`` keyword (``nl.arange`` predicates) is acce
 
 One module per instruction family: ``enums`` (NKI's enums), ``data_movement`` (DMA, copies,
 memset), ``matmul`` (Tensor Engine: matmul, transpose), ``vector_alu`` (element-wise and reductions),
-``activations`` (Scalar Engine), ``patterns`` (iota, affine/range/select-reduce selection), ``random`` (dropout), ``statistics``
+``activations`` (Scalar Engine), ``patterns`` (iota, affine/range/select-reduce selection), ``random`` (dropout), ``activate2`` (NeuronCore-v4 activation with
+two ALU stages, nl.prelu), ``gather`` (nc_n_gather, topk), ``statistics``
 (batch-norm), ``scans`` (tensor-tensor scan, cumulative), ``top8`` (max8, find/replace
 index8), ``accumulators`` (the engines' reduce registers), ``unsupported`` (documented
 names that are not simulated). What every instruction does around its math (operand checks,
@@ -17,6 +18,7 @@ cost record) is in ``nki/isa_common.py``.
 from __future__ import annotations
 
 from ..errors import NkiValidationError
+from .activate2 import activate2
 from .activations import activation, activation_reduce, exponential, reciprocal
 from .data_movement import dma_copy, dma_transpose, memset, tensor_copy, tensor_copy_predicated
 from .enums import (  # noqa: F401 - nki.isa's names, including the engine aliases
@@ -35,6 +37,7 @@ from .enums import (  # noqa: F401 - nki.isa's names, including the engine alias
     unknown_engine,
     vector_engine,
 )
+from .gather import nc_n_gather, topk
 from .matmul import nc_matmul, nc_transpose
 from .patterns import affine_select, iota, range_select, select_reduce
 from .random import dropout
@@ -93,4 +96,7 @@ __all__ = [
     "nc_match_replace8",
     "range_select",
     "dropout",
+    "activate2",
+    "nc_n_gather",
+    "topk",
 ]

@@ -25,10 +25,8 @@ NOT_SIMULATED = {
     for _n, _why in [
         ("nc_matmul_mx", " (MXFP8/MXFP4 on NeuronCore-v4)"),
         ("quantize_mx", " (MX quantisation)"),
-        ("activate2", ""),
         ("sequence_bounds", ""),
         ("local_gather", ""),
-        ("nc_n_gather", ""),
         ("dma_compute", ""),
         ("nc_stream_shuffle", ""),
         ("register_alloc", " (dynamic control flow with registers)"),
@@ -43,7 +41,6 @@ NOT_SIMULATED = {
         ("rand_get_state", ""),
         ("set_rng_seed", ""),
         ("nonzero_with_count", ""),
-        ("topk", ""),
     ]
 }
 

@@ -258,11 +258,23 @@ def tensor_reduce(dst, op, data, axis, negate=False, keepdims=False, name=None, 
             fail("nisa.tensor_reduce: negate applies to arithmetic operators only")
     record(ex, "vector", data)
     if ex.compute:
-        x = data.read().to(torch.int64) if op.kind == BITVEC else f32(data)
+        m = mask_of(mask, data)
+        x = data.read(m).to(torch.int64) if op.kind == BITVEC else f32(data, m)
+        if m is not None:
+            # masked-off elements take no part: they become the reduction's identity, and a
+            # dst element none of whose inputs is active is left as it was
+            x = torch.where(m, x, torch.tensor(_identity(op), dtype=x.dtype))
         r = op.reduce(x, axes)
         if negate:
             r = -r
-        write(dst, r)
+        live = None if m is None else m.flatten(axes[0]).any(dim=-1).reshape(dst.shape)
+        write(dst, r, live)
+
+
+def _identity(op):
+    if op.identity is not None:
+        return op.identity
+    return -1 if op.name == "bitwise_and" else 0  # bitwise or / xor
 
 
 def tensor_partition_reduce(dst, op, data, name=None):

@@ -143,7 +143,7 @@ def _reduction(opname, x, axis, dtype=None, keepdims=False, mask=None, **kwargs)
     _on_chip(x, opname)
     axes = _axes(x, axis)
     out = _alloc(_reduce_shape(x, axes, keepdims), dtype or x.dtype, sbuf)
-    isa.tensor_reduce(dst=out, op=OPS[opname], data=x, axis=axes, keepdims=keepdims)
+    isa.tensor_reduce(dst=out, op=OPS[opname], data=x, axis=axes, keepdims=keepdims, mask=mask)
     return out
 
 
@@ -284,6 +284,27 @@ def gather_flattened(data, indices, axis=0, dtype=None):
 gather_flattened.not_simulated = True  # read by the generated coverage table
 
 
+def prelu(x, alpha=0.0, dtype=None, mask=None):
+    """``x`` where ``x >= 0`` else ``alpha * x`` (``alpha``: a float or a ``(P, 1)`` tile):
+    one nisa.activate2, so NeuronCore-v4 only, as on AWS."""
+    if mask is not None:
+        fail("nl.prelu: mask= is not supported (nisa.activate2 has no predicate); slice x instead")
+    _on_chip(x, "prelu")
+    out = _alloc(x.shape, dtype or x.dtype, sbuf)
+    bypass = OPS["bypass"]
+    isa.activate2(
+        dst=out,
+        op=OPS["prelu"],
+        data=x,
+        imm0=None,
+        imm1=None,
+        op0=bypass,
+        op1=bypass,
+        relu_param=alpha,
+    )
+    return out
+
+
 def _attach():
     """Give each operator constant its language function (nl.add(x, y), nl.exp(x), ...)."""
     for name, op in OPS.items():
@@ -306,6 +327,7 @@ def _attach():
     OPS["prod"].lang = prod
     OPS["var"].lang = var
     OPS["all"].lang = all
+    OPS["prelu"].lang = prelu
     from .memory import copy
 
     OPS["copy"].lang = copy
