@@ -123,5 +123,5 @@ def test_report_replaces_only_its_own_block(tmp_path):
     report.write(str(path), report.section(rows[:1], {"timm": "needs torchvision"}))
     text = path.read_text()
     assert text.count(report.BEGIN) == 1 and other in text
-    assert "Suite `timm` not run: needs torchvision" in text
+    assert "Suite `timm` not run: needs torchvision" in text  # the caller's reason wins
     assert "| hf:a | pass |  | aten::x |" in text and "hf:b" not in text

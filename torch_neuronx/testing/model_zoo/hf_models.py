@@ -164,11 +164,10 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
     if main == "input_ids":
         vocab = min(_config_value(config, "vocab_size") or _VOCAB, _VOCAB)
         batch["input_ids"] = torch.randint(3, vocab, (BATCH, SEQ), generator=g)
+        if _contrastive(model, config):
+            batch.update(_pixels(config, g))
     elif main == "pixel_values":
-        size = _config_value(config, "image_size") or 32
-        size = size[0] if isinstance(size, list | tuple) else size
-        channels = _config_value(config, "num_channels") or 3
-        batch["pixel_values"] = torch.randn(BATCH, channels, size, size, generator=g)
+        batch.update(_pixels(config, g))
     elif main == "input_values":
         batch["input_values"] = torch.randn(BATCH, 1600, generator=g)
     elif main == "input_features":
@@ -180,3 +179,20 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
     if getattr(config, "is_encoder_decoder", False) and "input_ids" in batch:
         batch["decoder_input_ids"] = batch["input_ids"].clone()
     return batch
+
+
+def _contrastive(model, config) -> bool:
+    """Text-and-image models that take both inputs side by side (CLIP, BLIP, SigLIP, ...):
+    the forward takes `pixel_values` and the config has no image token (a vision-language
+    model with one splices image features into the text at that token, and would need a
+    prompt that holds it)."""
+    if "pixel_values" not in inspect.signature(model.forward).parameters:
+        return False
+    return not any(n in dir(config) for n in ("image_token_id", "image_token_index"))
+
+
+def _pixels(config, g: torch.Generator) -> dict[str, torch.Tensor]:
+    size = _config_value(config, "image_size") or 32
+    size = size[0] if isinstance(size, list | tuple) else size
+    channels = _config_value(config, "num_channels") or 3
+    return {"pixel_values": torch.randn(BATCH, channels, size, size, generator=g)}

@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 
 import torch
 
-from torch_neuronx.testing.model_zoo import policy, train_check
+from torch_neuronx.testing.model_zoo import policy, train_check, zoo
 
 BEGIN = "<!-- model-zoo:begin (written by python -m torch_neuronx.testing.model_zoo) -->"
 END = "<!-- model-zoo:end -->"
@@ -29,8 +29,9 @@ def _status(row: dict) -> str:
     return row["status"]
 
 
-def section(rows: list[dict], unavailable: dict[str, str]) -> str:
-    """The marked section for `rows` (Outcome dicts); `unavailable`: suite -> why not run."""
+def section(rows: list[dict], unavailable: dict[str, str], total: int | None = None) -> str:
+    """The marked section for `rows` (Outcome dicts); `unavailable`: suite -> why not run;
+    `total`: the number of models in the zoo, when `rows` may hold only part of it."""
     by_model: dict[str, dict[str, dict]] = defaultdict(dict)
     for r in rows:
         by_model[r["model"]][r["mode"]] = r
@@ -53,7 +54,13 @@ def section(rows: list[dict], unavailable: dict[str, str]) -> str:
         "`make test-full` runs every model.",
         "",
     ]
-    for suite, why in sorted(unavailable.items()):
+    if total is not None and len(by_model) < total:
+        lines.append(
+            f"**Partial run:** {len(by_model)} of the zoo's {total} models (the models below); "
+            "the others have not been run yet (a rerun of the command goes on from its results file)."
+        )
+        lines.append("")
+    for suite, why in sorted({**zoo.NOT_SWEPT, **unavailable}.items()):
         lines.append(f"Suite `{suite}` not run: {why}")
         lines.append("")
     counts = {m: Counter() for m in _MODES}

@@ -94,5 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_write:
         with open(args.results) as f:
             rows = [json.loads(line) for line in f if line.strip()]
-        report.write(args.out, report.section(rows, {s: w for s, w in unavailable.items() if w}))
+        total = sum(len(zoo.models(s)) for s, why in unavailable.items() if not why)
+        missing = {s: w for s, w in unavailable.items() if w}
+        report.write(args.out, report.section(rows, missing, total))
     return 0
