@@ -1,0 +1,127 @@
+"""The model-zoo sweep (torch_neuronx/testing/model_zoo): real architectures trained two SGD
+steps on neuron against CPU, eager and compiled.
+
+CI runs `CI_SAMPLE`, a fixed handful chosen to cover the main kinds of block (a Llama-style
+decoder, a BERT encoder, GPT-2's Conv1D and tied head, a ViT patch embedding) in one process;
+``TORCH_NEURONX_TEST_FULL=1`` (``make test-full``) runs every model of the zoo, each in its own
+process under a time limit (as `python -m torch_neuronx.testing.model_zoo` does).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+
+from torch_neuronx.runtime import env
+from torch_neuronx.testing.model_zoo import policy, report, sweep, train_check, zoo
+
+MODES = ("eager", "compiled")
+CI_SAMPLE = ("hf:llama", "hf:bert", "hf:gpt2", "hf:vit")
+_FULL = env.flag("TORCH_NEURONX_TEST_FULL")
+_HAVE_HF = importlib.util.find_spec("transformers") is not None
+_NO_HF = "transformers is not installed (the `test` extra of pyproject.toml installs it)"
+
+
+def _models() -> tuple[str, ...]:
+    if not _FULL or not _HAVE_HF:
+        return CI_SAMPLE
+    return tuple(m for s in zoo.SUITES if not zoo.available(s) for m in zoo.models(s))
+
+
+def _cases():
+    for model in _models():
+        for mode in MODES:
+            marks = [pytest.mark.skipif(not _HAVE_HF, reason=_NO_HF)]
+            if model in policy.EXCLUDED:
+                marks.append(pytest.mark.skip(reason=f"excluded: {policy.EXCLUDED[model]}"))
+            if (model, mode) in policy.KNOWN_FAILURES:
+                why = policy.KNOWN_FAILURES[(model, mode)]
+                marks.append(pytest.mark.xfail(reason=why, strict=True))
+            yield pytest.param(model, mode, marks=marks, id=f"{model}-{mode}")
+
+
+def _outcome(model: str, mode: str) -> dict:
+    if _FULL:  # isolated: a crash or a stall is this model's failure, not the run's
+        (row,) = sweep.run_isolated(model, (mode,), timeout=900.0)
+        return row
+    (outcome,) = train_check.check(model, zoo.builder(model), modes=(mode,))
+    return outcome.to_json()
+
+
+@pytest.mark.parametrize(("model", "mode"), list(_cases()))
+def test_model_trains_like_cpu(model, mode):
+    row = _outcome(model, mode)
+    if row["status"] == "cpu_error":
+        pytest.skip(f"outside the sweep by policy: the CPU reference fails: {row['detail']}")
+    assert row["status"] == "pass", f"{model} {mode}: {row['detail']}"
+
+
+# The check itself: it must see a wrong gradient, and pass a model that is right.
+
+
+def _tiny():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+    return model, {"input": torch.randn(3, 8)}
+
+
+class _Wrapped(torch.nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+def test_check_passes_a_correct_model_eager():
+    (outcome,) = train_check.check("tiny", _wrapped_tiny, modes=("eager",))
+    assert outcome.status == "pass", outcome.detail
+    assert outcome.fallbacks == []
+
+
+def _wrapped_tiny():
+    model, batch = _tiny()
+    return _Wrapped(model), {"x": batch["input"]}
+
+
+def test_check_detects_a_wrong_gradient():
+    model, batch = _wrapped_tiny()
+    ref = train_check._train(model, lambda **b: model(**b), batch)
+    losses, grads = ref
+    bad = [dict(g) for g in grads]
+    name = next(iter(bad[1]))
+    bad[1][name] = bad[1][name] * 1.01  # one gradient 1% off at the second step
+    detail, _, grad_rel = train_check._compare(ref, (losses, bad))
+    assert detail.startswith(f"step 1 grad {name}"), detail
+    assert grad_rel > train_check.RTOL
+    assert train_check._compare(ref, ref)[0] == ""
+
+
+def test_check_detects_a_wrong_loss():
+    model, batch = _wrapped_tiny()
+    losses, grads = train_check._train(model, lambda **b: model(**b), batch)
+    detail, loss_rel, _ = train_check._compare(
+        (losses, grads), ([losses[0] * 1.01] + losses[1:], grads)
+    )
+    assert detail.startswith("step 0 loss"), detail
+    assert loss_rel > train_check.RTOL
+
+
+def test_report_replaces_only_its_own_block(tmp_path):
+    path = tmp_path / "coverage.md"
+    other = "<!-- other:begin x -->\nkept\n<!-- other:end -->\n"
+    path.write_text("# head\n\n" + other)
+    rows = [
+        {"model": "hf:a", "mode": "eager", "status": "pass", "fallbacks": ["aten::x"]},
+        {"model": "hf:a", "mode": "compiled", "status": "fail", "detail": "E: boom | x"},
+        {"model": "hf:b", "mode": "eager", "status": "cpu_error", "detail": "cpu says no"},
+    ]
+    report.write(str(path), report.section(rows, {}))
+    report.write(str(path), report.section(rows[:1], {"timm": "needs torchvision"}))
+    text = path.read_text()
+    assert text.count(report.BEGIN) == 1 and other in text
+    assert "Suite `timm` not run: needs torchvision" in text  # the caller's reason wins
+    assert "| hf:a | pass |  | aten::x |" in text and "hf:b" not in text

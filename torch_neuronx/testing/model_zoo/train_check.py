@@ -1,0 +1,214 @@
+"""The zoo's accuracy check: a few SGD steps of one model on neuron against the same on CPU.
+
+In the spirit of PyTorch's Dynamo benchmark suites (their `--accuracy --training` check):
+the model is built once on CPU from a seed, deep-copied and moved to neuron, so both sides
+start from the same bits; each side runs `STEPS` steps of plain SGD on the same synthetic
+batch; the losses of every step and the gradients of every step are compared. The reference
+is CPU eager; the device side runs eager or under ``torch.compile(backend="neuron")``.
+
+The loss is a fixed random projection of every floating output (a seeded weight per output
+shape), not the outputs' mean: the mean of a normalised output (LayerNorm, RMSNorm) has a
+gradient that is zero up to rounding, which would compare rounding noise with rounding noise.
+
+Tolerances (float32): a loss within `RTOL` relative; a gradient `g` against the reference `r`
+within ``||g - r|| <= RTOL * max(||r||, FLOOR * mean_norm)``, where `mean_norm` is the mean
+gradient norm of the model: the norm-wise form of the benchmarks' cosine/rtol check, with a
+floor so that a parameter whose gradient is nearly zero is not held to a relative bound on
+its rounding noise.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import math
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+
+from torch_neuronx.compile import dynamo_metrics
+from torch_neuronx.eager import tracking
+
+STEPS = 2
+LR = 0.01
+RTOL = 1e-3
+FLOOR = 1e-3
+
+
+@dataclass
+class Outcome:
+    """One model in one mode. `status`: ``pass``, ``fail`` (a mismatch or a device error),
+    or ``cpu_error`` (the reference itself failed: the model is outside the sweep)."""
+
+    model: str
+    mode: str  # "eager" or "compiled"
+    status: str
+    detail: str = ""
+    fallbacks: list[str] = field(default_factory=list)
+    graph_breaks: int = 0
+    graphs: int = 0
+    loss_rel: float = 0.0
+    grad_rel: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _floating_leaves(out) -> list[torch.Tensor]:
+    if isinstance(out, torch.Tensor):
+        return [out] if out.is_floating_point() else []
+    if isinstance(out, dict):  # transformers' ModelOutput is an OrderedDict
+        return [t for v in out.values() for t in _floating_leaves(v)]
+    if isinstance(out, list | tuple):
+        return [t for v in out for t in _floating_leaves(v)]
+    return []  # caches and other objects carry no loss
+
+
+def _projection(shape: torch.Size, index: int) -> torch.Tensor:
+    seed = (hash(tuple(shape)) ^ (index * 7919)) & 0x7FFFFFFF
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
+
+
+class _Loss:
+    """sum_i mean(out_i * w_i), the w_i drawn once on CPU and moved to each device."""
+
+    def __init__(self):
+        self._weights: dict[tuple, torch.Tensor] = {}
+
+    def __call__(self, out) -> torch.Tensor:
+        leaves = _floating_leaves(out)
+        if not leaves:
+            raise ValueError("the model returned no floating tensor")
+        total = None
+        for i, t in enumerate(leaves):
+            key = (tuple(t.shape), i, t.device.type)
+            if key not in self._weights:
+                self._weights[key] = _projection(t.shape, i).to(t.device)
+            term = (t.float() * self._weights[key]).mean()
+            total = term if total is None else total + term
+        return total
+
+
+def _forward_kwargs(model: torch.nn.Module) -> dict[str, Any]:
+    """`use_cache=False` where the forward takes it: a training step builds no KV cache."""
+    params = inspect.signature(model.forward).parameters
+    return {"use_cache": False} if "use_cache" in params else {}
+
+
+def _train(model, forward, batch: dict[str, torch.Tensor]):
+    """`STEPS` SGD steps; the loss and a {name: grad} copy (on CPU) of each step."""
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    loss_fn = _Loss()
+    losses, grads = [], []
+    for _ in range(STEPS):
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(forward(**batch))
+        loss.backward()
+        losses.append(loss.detach().to("cpu"))
+        grads.append(
+            {
+                n: p.grad.detach().to("cpu")
+                for n, p in model.named_parameters()
+                if p.grad is not None
+            }
+        )
+        opt.step()
+    return losses, grads
+
+
+def _compare(ref, dev) -> tuple[str, float, float]:
+    """('' or the first mismatch, worst loss difference, worst gradient difference)."""
+    ref_losses, ref_grads = ref
+    losses, grads = dev
+    loss_rel = grad_rel = 0.0
+    for step, (a, b) in enumerate(zip(losses, ref_losses)):
+        rel = abs(a.item() - b.item()) / max(abs(b.item()), 1e-12)
+        if not math.isfinite(a.item()) and not math.isfinite(b.item()):
+            rel = 0.0
+        loss_rel = max(loss_rel, rel)
+        if not rel <= RTOL:
+            return f"step {step} loss {a.item():.6g} vs CPU {b.item():.6g}", loss_rel, grad_rel
+    for step, (g, r) in enumerate(zip(grads, ref_grads)):
+        if set(g) != set(r):
+            missing = sorted(set(g) ^ set(r))[:3]
+            return f"step {step}: gradients present differ: {missing}", loss_rel, grad_rel
+        norms = [t.float().norm().item() for t in r.values()]
+        mean_norm = sum(norms) / max(len(norms), 1)
+        for name, ref_norm in zip(r, norms):
+            err = (g[name].float() - r[name].float()).norm().item()
+            rel = err / max(ref_norm, FLOOR * mean_norm, 1e-30)
+            grad_rel = max(grad_rel, rel)
+            if not rel <= RTOL:
+                return f"step {step} grad {name}: rel. error {rel:.3g}", loss_rel, grad_rel
+    return "", loss_rel, grad_rel
+
+
+def _error(exc: BaseException) -> str:
+    """Where a failure comes from: the root cause's type and first message line (a backend
+    failure wraps the real error), and the innermost frame that raised it outside torch."""
+    root = exc
+    while True:  # Dynamo's BackendCompilerFailed keeps the backend's error as inner_exception
+        inner = getattr(root, "inner_exception", None) or root.__cause__
+        if inner is None or inner is root:
+            break
+        root = inner
+    msg = [line for line in str(root).strip().splitlines() if line.strip()]
+    head = f"{type(root).__name__}: {msg[0] if msg else ''}"[:300]
+    if root is not exc:
+        head = f"{type(exc).__name__} <- {head}"
+    frames = traceback.extract_tb(root.__traceback__)
+    # the innermost frame outside torch (the model's line, or ours), else torch's own
+    outside = [f for f in frames if "/site-packages/torch/" not in f.filename]
+    where = (outside or frames or [None])[-1]
+    if where is not None:
+        path = where.filename.split("site-packages/")[-1].split("torch_neuronx/")[-1]
+        head += f" [at {path}:{where.lineno}]"
+    return head
+
+
+def check(
+    name: str,
+    build: Callable[[], tuple[torch.nn.Module, dict[str, torch.Tensor]]],
+    modes: tuple[str, ...] = ("eager", "compiled"),
+    device: str = "neuron",
+) -> list[Outcome]:
+    """Trains `build()`'s model on CPU, then on `device` in each of `modes`; one Outcome per
+    mode. `build` returns a seeded CPU model and a CPU batch."""
+    try:
+        model, batch = build()
+        fresh = copy.deepcopy(model)  # the initial weights, before the reference trains
+        kwargs = _forward_kwargs(model)
+        ref = _train(model, lambda **b: model(**b, **kwargs), batch)
+    except Exception as exc:  # noqa: BLE001 - any CPU failure takes the model out of the sweep
+        return [Outcome(name, mode, "cpu_error", _error(exc)) for mode in modes]
+    outcomes = []
+    for mode in modes:
+        outcomes.append(_check_mode(name, mode, fresh, batch, kwargs, ref, device))
+    return outcomes
+
+
+def _check_mode(name, mode, fresh, batch, kwargs, ref, device) -> Outcome:
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    dynamo_metrics.reset_dynamo_metrics()
+    tracking.clear_op_tracking()
+    outcome = Outcome(name, mode, "pass")
+    try:
+        model = copy.deepcopy(fresh).to(device)
+        dev_batch = {k: v.to(device) for k, v in batch.items()}
+        module = torch.compile(model, backend="neuron") if mode == "compiled" else model
+        dev = _train(model, lambda **b: module(**b, **kwargs), dev_batch)
+        detail, outcome.loss_rel, outcome.grad_rel = _compare(ref, dev)
+        if detail:
+            outcome.status, outcome.detail = "fail", detail
+    except Exception as exc:  # noqa: BLE001 - a device failure is this model's result
+        outcome.status, outcome.detail = "fail", _error(exc)
+    outcome.fallbacks = sorted(tracking.get_fallback_ops())
+    outcome.graph_breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
+    outcome.graphs = len(dynamo_metrics.get_dynamo_metrics())
+    torch._dynamo.reset()
+    return outcome
