@@ -43,12 +43,19 @@ def _install() -> None:
         )
 
     from torch_neuronx.compile import inputs as compile_inputs
-    from torch_neuronx.eager import autograd_threads, op_policy, rnn_cells, unsupported_features
+    from torch_neuronx.eager import (
+        autograd_threads,
+        conv_backend,
+        op_policy,
+        rnn_cells,
+        unsupported_features,
+    )
     from torch_neuronx.runtime import module_ties, printing
 
     printing.install()
     module_ties.install()
     unsupported_features.install()
+    conv_backend.install()
     rnn_cells.install()
     compile_inputs.install()
     autograd_threads.install()

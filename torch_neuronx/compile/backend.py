@@ -349,8 +349,14 @@ class _GraphCompile:
         self.check_legality(joint_gm)
         artifacts.dump_graph(self.dir, "aot_joint.txt", joint_gm)
         from torch._inductor.compile_fx import partition_fn as inductor_partition
+        from torch._inductor.virtualized import V
 
-        return inductor_partition(joint_gm, joint_inputs, **kwargs)
+        # Inductor's joint-graph passes (run by its partitioner) read V.fake_mode, e.g.
+        # fuse_seed_creation_pass for dropout's random ops; Inductor's compile_fx runs
+        # AOTAutograd inside V.set_fake_mode, and so must we
+        fake_mode = torch._guards.detect_fake_mode(joint_inputs)
+        with V.set_fake_mode(fake_mode) if fake_mode is not None else contextlib.nullcontext():
+            return inductor_partition(joint_gm, joint_inputs, **kwargs)
 
     # ---- compilers handed to AOTAutograd
     def forward_compiler(self, aten_gm, example_inputs):

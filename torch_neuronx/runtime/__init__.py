@@ -135,4 +135,9 @@ def __getattr__(name):
     # decide whether to stash and replay device RNG state.
     if name == "_initialized":
         return is_initialized()
+    if name in ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen", "WrapperFxCodegen"):
+        # asked by Inductor only (a lazy import: the package imports no Inductor)
+        from torch_neuronx.runtime import inductor_device
+
+        return inductor_device.CLASSES[name]
     raise AttributeError(f"module 'torch.neuron' has no attribute '{name}'")
