@@ -13,6 +13,7 @@ TRN2 = target.for_instance("trn2.48xlarge")  # LNC=2: 4 logical cores per chip, 
 
 
 def _t(op, nbytes, ranks, tgt=TRN2, **kw):
+    kw.setdefault("collective_model", "peak")  # these pin the alpha-beta formulas
     with params.override(**kw):
         c = coll.collective_cost(op, nbytes, list(ranks), tgt)
         return c.duration - params.current().eager_launch_s, c

@@ -31,7 +31,15 @@ a hierarchical collective, so n is the same at each level):
 - send / recv: one hop of the level that separates the two ranks + n / B;
 - barrier: a tree all_reduce of nothing.
 
-Each collective also pays one eager launch (``params.eager_launch_s``; a kernel's overhead
+**The default is the measured model** (``params.collective_model = "measured"``): the alpha-beta
+model above predicts collectives 9-15x faster than AWS's published nccom-test runs, which show a
+fixed cost of microseconds to hundreds of microseconds and a bus bandwidth far below the link
+peaks. The measured model charges fixed(L) + factor(op, p) * n / busbw(L) for the widest level L
+the group spans, with the constants fitted to those runs (``hardware.COLLECTIVE_FIT``,
+``perf/collective_fit.py``, ``perf/collective_data.py``). nccom-test times NEFFs of collective
+instructions, so that is the in-graph cost; an eager collective adds one eager launch.
+
+Under ``collective_model="peak"`` each collective also pays one eager launch (``params.eager_launch_s``; a kernel's overhead
 inside a compiled graph). The reduction
 arithmetic (VectorE) is not charged: it overlaps the transfers.
 """
@@ -204,6 +212,8 @@ def collective_cost(
     p = _params.current()
     group = list(ranks) if peer is None else [ranks[0], peer]
     lv = levels(group, target)
+    if p.collective_model == "measured":
+        return _measured_cost(op, float(nbytes), group, lv, target, in_graph, p)
     times = algorithm_times(op, float(nbytes), lv)
     allowed = {k: v for k, v in times.items() if k in p.collective_algorithms or len(times) == 1}
     algo, body = min((allowed or times).items(), key=lambda kv: kv[1])
@@ -221,4 +231,54 @@ def collective_cost(
         detail=detail,
         busy=((Engine.collective, body),),
         basis=(op, float(nbytes), tuple(group), in_graph),
+    )
+
+
+def measured_body(op: str, n: float, p: int, lv: list, target: Target) -> tuple:
+    """(seconds, level key) of one collective under the measured model (no launch)."""
+    from torch_neuronx.runtime.hardware import COLLECTIVE_FIT
+
+    from .collective_fit import LEVEL_KEY, bus_factor
+
+    if not lv:
+        return 0.0, "local"
+    if op not in ("send", "recv", "barrier") and op not in _MEASURED_OPS:
+        raise ValueError(f"torch_neuronx.perf: no model for collective {op!r}")
+    key = LEVEL_KEY[lv[-1].name]
+    fixed, busbw = COLLECTIVE_FIT[target.generation][key]
+    return float(fixed) + bus_factor(op, p) * n / float(busbw), key
+
+
+_MEASURED_OPS = (
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "gather",
+    "scatter",
+    "broadcast",
+    "reduce",
+    "all_to_all",
+)
+
+
+def _measured_cost(op, n, group, lv, target, in_graph, p) -> ev.Cost:
+    # send/recv: the pair is the group; every other op: all its ranks
+    body, key = measured_body(op, n, len(group), lv, target)
+    # nccom-test's times are in-graph and include the kernel; eager adds one launch
+    overhead = 0.0 if in_graph else p.eager_launch_s
+    detail = f"measured fit ({key} level, modeled) over " + (
+        ", ".join(f"{x.name} x{x.size}" for x in lv) if lv else "one rank"
+    )
+    return ev.Cost(
+        kind=ev.COLLECTIVE,
+        name=op,
+        engine=Engine.collective,
+        duration=body + overhead,
+        bytes=n,
+        overhead_s=overhead,
+        bound="network" if body > overhead else "launch",
+        shapes=f"{len(group)} ranks",
+        detail=detail,
+        busy=((Engine.collective, body),),
+        basis=(op, n, tuple(group), in_graph),
     )

@@ -117,7 +117,7 @@ def estimate_op(
         for s in shapes[0] if shapes else ():
             nbytes *= s
         nbytes *= torch.empty((), dtype=dtype, device="meta").element_size()
-        return collective_cost(name, float(nbytes), list(range(ranks)), tgt)
+        return collective_cost(name, float(nbytes), list(range(ranks)), tgt, in_graph=in_graph)
     base = _ALIASES.get(op, op)
     packet = getattr(torch.ops.aten, base, None)
     if packet is None:

@@ -49,6 +49,10 @@ class Params:
     tensor_warmup: bool = True
     #: collectives choose the faster of ring and tree, as NCCL-style libraries do. ASSUMPTION.
     collective_algorithms: tuple = ("ring", "tree")
+    #: "measured": a collective costs the fixed cost and achieved bus bandwidth fitted to
+    #: published nccom-test runs (``hardware.COLLECTIVE_FIT``); "peak": the alpha-beta model
+    #: over hop latencies and link peaks (9-15x faster than those runs; kept for comparison).
+    collective_model: str = "measured"
 
 
 _lock = threading.Lock()
@@ -93,7 +97,8 @@ def describe() -> list[tuple[str, str, str]]:
         "hbm_efficiency": "assumption: ideal roofline (>= 60% MBU counts as good [PERF])",
         "tensor_efficiency": "assumption: tile rule only (>= 90% is AWS's target [PERF])",
         "tensor_warmup": "published ramp 50%->100% over ~3 us after idle [THR], eager matmuls only",
-        "collective_algorithms": "assumption: min(ring, tree)",
+        "collective_algorithms": "assumption: min(ring, tree) (collective_model='peak' only)",
+        "collective_model": "fitted to published nccom-test runs [NCCOM]; 'peak' = alpha-beta",
     }
     p = current()
     return [(f.name, repr(getattr(p, f.name)), doc[f.name]) for f in dataclasses.fields(p)]

@@ -504,4 +504,8 @@ if __name__ == "__main__":  # pragma: no cover
     print()
     print(markdown())
     print()
+    from .collective_validation import both_markdown
+
+    print(both_markdown())
+    print()
     print(f"(model parameters: {params.current()})")

@@ -66,7 +66,10 @@ SOURCES: dict[str, str] = {
     "CAPB": "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html",
     "USAGE": "https://www.usage.ai/blogs/aws/ai-ml-cost/trainium-vs-gpu-instances/",
     "SPARECORES": "https://sparecores.com (AWS trn2.48xlarge listing, us-east-2)",
-    "TRN1PRICE": "aws-neuron/aws-neuron-sdk benchmark price table trn1_instance_prices.csv (as quoted in public notes; URL not re-verified)",
+    # pinned to the 2023 commit: later versions of the same file list reserved-instance (RI-effective)
+    # rates (trn1.2xlarge 0.512, trn1.32xlarge 8.197), not on-demand ones
+    "TRN1PRICE": "https://github.com/aws-neuron/aws-neuron-sdk/blob/c6ec6484235acaf32f6cfdf0c4a60d62d1859618/general/benchmarks/trn1/trn1_instance_prices.csv",
+    "NCCOM": f"{_B}/tools/neuron-sys-tools/nccom-test.html",
     "UNVERIFIED": "public benchmark write-ups without a citable URL (see note)",
     "PCIE": "https://pcisig.com/specifications (PCI Express base specification link rates)",
 }
@@ -174,7 +177,9 @@ _NC2 = CoreSpec(
     scalar_fp32_flops=pub(2.9 * T, "FLOP/s", "NC2"),
     sbuf=pub(24 * MiB, "B", "NKI1", "128 partitions x 192 KiB"),
     psum=pub(2 * MiB, "B", "NKI1", "128 partitions x 16 KiB"),
-    dma_bw=der(500 * G, "B/s", "TRN1", "chip DMA 1 TB/s over 2 cores"),
+    # the chip page's "1 TB/s of DMA" is not what one core's engines move: the DMA guide gives
+    # 16 engines x 17 B/ns per NeuronCore-v2 (272 GB/s), as it does 23 and 33 B/ns for v3/v4
+    dma_bw=pub(272 * G, "B/s", "DMA", "16 DMA engines x 17 B/ns"),
     mm_init_cycles=pub(64, "cycles", "NKI1"),
     instr_overhead_cycles=pub(
         100, "cycles", "NKI1", "static overhead of tiny or dependent VectorE instructions"
@@ -344,7 +349,11 @@ CHIPS: dict[str, ChipSpec] = {
         ),
         hbm_capacity=pub(32 * GiB, "B", "TRN1"),
         hbm_bw=pub(
-            820 * G, "B/s", "TRN1,NKI1", "NKI1 says 820 GB/s, the chip page 820 GiB/s; we use GB/s"
+            820 * GiB,
+            "B/s",
+            "TRN1,TRN1I",
+            "820 GiB/s on the chip page and the instance page (13,120 GiB/s per 16 chips); "
+            "NKI1 and the v2.9.1 chip page say 820 GB/s",
         ),
         dma_bw=pub(1 * T, "B/s", "TRN1"),
         peak={
@@ -451,6 +460,69 @@ SYNC_GRAPH_LAUNCH = pub(
 )
 
 
+# --- collectives as measured ------------------------------------------------------------------
+# nccom-test's published runs show every collective paying a fixed cost of microseconds to
+# hundreds of microseconds and reaching a bus bandwidth far below the DMA or NeuronLink peaks, so
+# the collective model charges fixed(L) + factor * bytes / busbw(L) for the widest level L a group
+# spans. "fitted" figures come from perf/collective_fit.py on the CALIBRATION rows of
+# perf/collective_data.py (never on the VALIDATION rows); the rest are derived from them.
+
+
+def _fit(value, unit, note) -> Fig:
+    return Fig(value, unit, "NCCOM", "derived", "fitted to nccom-test (calibration set): " + note)
+
+
+def _from(value, unit, note, source="NCCOM") -> Fig:
+    return Fig(value, unit, source, "derived", note)
+
+
+_T1 = {
+    "core": (_fit(55.8 * US, "s", "2-rank all-reduce"), _fit(60.1 * G, "B/s", "2-rank all-reduce")),
+    "chip": (
+        _fit(151 * US, "s", "32-rank all-gather"),
+        _fit(18.1 * G, "B/s", "32-rank all-gather"),
+    ),
+    "instance": (
+        _fit(877 * US, "s", "64-rank all-reduce over 2 instances"),
+        _fit(45.0 * G, "B/s", "64-rank all-reduce over 2 instances"),
+    ),
+}
+_T2_CHIP = (
+    _fit(7.29 * US, "s", "32-rank all-gather + 512 MiB all-reduce"),
+    _fit(81.2 * G, "B/s", "32-rank all-gather + 512 MiB all-reduce"),
+)
+_T2 = {
+    "core": (
+        _fit(16.3 * US, "s", "4-rank all_gatherv, one size"),
+        _from(81.2 * G, "B/s", "no multi-size run inside one Trainium2 chip: the chip level's"),
+    ),
+    "chip": _T2_CHIP,
+    "instance": (
+        _from(877 * US, "s", "no Trn2 multi-instance run: Trn1's EFA fixed cost"),
+        _from(180 * G, "B/s", "Trn1's 45 GB/s x 4 (200 vs 50 Gbps EFA per chip)", "NCCOM,COLL"),
+    ),
+    "ultraserver": (
+        _from(7.29 * US, "s", "no UltraServer run: NeuronLink-v3 as inside an instance"),
+        _from(81.2 * G, "B/s", "no UltraServer run: NeuronLink-v3 as inside an instance"),
+    ),
+}
+_T3 = {
+    "core": (
+        _from(16.3 * US, "s", "no Trn3 run: Trn2's"),
+        _from(117 * G, "B/s", "Trn2's 81.2 GB/s x 528/368 (DMA per core [DMA])", "NCCOM,DMA"),
+    ),
+    "chip": (
+        _from(7.29 * US, "s", "no Trn3 run: Trn2's"),
+        _from(203 * G, "B/s", "Trn2's 81.2 GB/s x 2.5 (NeuronLink 2.56 vs 1.024 TB/s)", "NCCOM,T3"),
+    ),
+    "instance": _T2["instance"],
+}
+
+#: {generation: {level: (fixed seconds, achieved bus bandwidth)}}; levels: "core" (cores of a
+#: chip), "chip" (chips of an instance), "instance" (instances over EFA), "ultraserver".
+COLLECTIVE_FIT: dict = {"trn1": _T1, "trn2": _T2, "trn3": _T3}
+
+
 # --- instances ---------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class InstanceSpec:
@@ -526,7 +598,9 @@ _TRN1_32XL = _listed(
     efa_gbps=800,
     efa_note="800 Gbps EFA",
     topology="4D hypercube (NeuronLink-v2) [TRN1I]",
-    price=_price(21.50, "USAGE", "on-demand, us-east-1, page updated 2026-06-25"),
+    price=_price(
+        21.50, "USAGE,TRN1PRICE", "on-demand, us-east-1 (usage.ai, updated 2026-06-25; AWS 2023)"
+    ),
     emulated=False,
 )
 
@@ -562,7 +636,11 @@ INSTANCES: dict[str, InstanceSpec] = {
             efa_gbps=25,
             efa_note="up to 25 Gbps",
             topology="single chip",
-            price=_price(1.34, "TRN1PRICE", "on-demand; official Neuron benchmark price table"),
+            price=_price(
+                1.34,
+                "TRN1PRICE",
+                "on-demand hourly rate in AWS's Neuron benchmark price table (2023 version)",
+            ),
             emulated=False,
         ),
         _TRN1_32XL,
@@ -571,7 +649,12 @@ INSTANCES: dict[str, InstanceSpec] = {
             _TRN1_32XL,
             name="trn1n.32xlarge",
             efa_bw=pub(1600e9 / 8, "B/s", "TRN1I", "1600 Gbps EFA"),
-            price_usd_per_hour=_NO_PRICE,
+            price_usd_per_hour=_price(
+                None,
+                "",
+                "AWS lists an on-demand price on its EC2 pricing pages, but no stored public "
+                "page we could cite shows it; pass your own (--price-per-hour)",
+            ),
         ),
         _unlisted(
             "trn2.3xlarge",

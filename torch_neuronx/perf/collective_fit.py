@@ -1,0 +1,98 @@
+"""Fit a collective's fixed cost and achieved bus bandwidth to published nccom-test timings.
+
+The measured-collective model (``perf/collectives.py``) charges, for a group whose widest level
+is L (cores of a chip, chips of an instance, instances):
+
+    time = fixed(L) + factor(op, p) * n / busbw(L)
+
+with nccom-test's own bus-bandwidth convention for ``factor`` (as NCCL's tests define it):
+2 (p - 1) / p for all-reduce, (p - 1) / p for all-gather, reduce-scatter and all-to-all, 1 for
+send/recv. ``fit`` finds fixed(L) and busbw(L) per generation and level by least squares on
+log(time) over the calibration rows only (``collective_data.CALIBRATION``); the constants it
+returns are the ones written into ``runtime/hardware.py`` (a test checks they agree).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .target import for_instance
+
+#: the level key of each level name in ``collectives.levels``
+LEVEL_KEY = {
+    "cores of a chip": "core",
+    "chips of an instance": "chip",
+    "instances (EFA)": "instance",
+    "instances (UltraServer NeuronLink)": "ultraserver",
+}
+
+_REP = {"trn1": "trn1.32xlarge", "trn2": "trn2.48xlarge", "trn3": "trn3.48xlarge"}
+
+
+def bus_factor(op: str, p: int) -> float:
+    """nccom-test's algbw -> busbw factor: the share of the data each rank must move."""
+    if p <= 1:
+        return 0.0
+    if op == "all_reduce":
+        return 2.0 * (p - 1) / p
+    if op in ("all_gather", "reduce_scatter", "gather", "scatter", "all_to_all"):
+        return (p - 1) / p
+    if op == "barrier":
+        return 0.0
+    return 1.0  # send / recv / broadcast / reduce: the whole buffer crosses one link
+
+
+def placement(gen: str, ranks: int, instances: int) -> list:
+    """Global ranks of an nccom-test run: ``ranks`` in all, spread evenly over ``instances``."""
+    cpi = for_instance(_REP[gen]).cores_per_instance
+    per = ranks // instances
+    return [i * cpi + j for i in range(instances) for j in range(per)]
+
+
+def level_of(gen: str, ranks: int, instances: int) -> str:
+    from .collectives import levels
+
+    lv = levels(placement(gen, ranks, instances), for_instance(_REP[gen]))
+    return LEVEL_KEY[lv[-1].name] if lv else "local"
+
+
+def _predict(alpha: float, busbw: float, xs) -> list:
+    return [alpha + x / busbw for x in xs]
+
+
+def _loss(alpha, busbw, xs, ts) -> float:
+    return sum((math.log(m) - math.log(t)) ** 2 for m, t in zip(_predict(alpha, busbw, xs), ts))
+
+
+def fit_one(xs, ts, busbw: float | None = None) -> tuple:
+    """(fixed seconds, busbw bytes/s) minimising the squared log error; ``busbw`` given: fit
+    the fixed cost only. A coarse-to-fine grid in log space (two parameters, no dependencies)."""
+    la, lb = math.log(min(ts)), math.log(busbw or 50e9)
+    span_a, span_b = 3.0, 0.0 if busbw else 3.0
+    for _ in range(40):
+        cands = [
+            (la + da * span_a / 4, lb + db * span_b / 4)
+            for da in range(-4, 5)
+            for db in range(-4, 5)
+        ]
+        la, lb = min(cands, key=lambda c: _loss(math.exp(c[0]), math.exp(c[1]), xs, ts))
+        span_a, span_b = span_a * 0.6, span_b * 0.6
+    return math.exp(la), math.exp(lb)
+
+
+def fit(rows) -> dict:
+    """{(gen, level): (fixed seconds, busbw bytes/s or None)} from ``rows`` (Measured). A level
+    whose rows all have one size gets only a fixed cost (busbw None)."""
+    groups: dict = {}
+    for r in rows:
+        key = (r.gen, level_of(r.gen, r.ranks, r.instances))
+        groups.setdefault(key, []).append(r)
+    out = {}
+    for key, rs in sorted(groups.items()):
+        xs = [bus_factor(r.op, r.ranks) * r.size for r in rs]
+        ts = [r.time_us * 1e-6 for r in rs]
+        if len({r.size for r in rs}) < 2:
+            out[key] = (sum(ts) / len(ts), None)
+        else:
+            out[key] = fit_one(xs, ts)
+    return out
