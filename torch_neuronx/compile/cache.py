@@ -46,36 +46,24 @@ import platform
 import re
 import sys
 import tempfile
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from torch_neuronx._version import __version__
 from torch_neuronx.runtime import env
 
-from . import cache_dir, config
+from . import cache_dir, config, inductor_dirs
 
 log = logging.getLogger("torch_neuronx.compile")
 
-CACHE_FORMAT = 1
+# the layout version and the tag of compile-<tag> (cache_dir.py: where the cache lives)
+CACHE_FORMAT = cache_dir.CACHE_FORMAT
+version_tag = cache_dir.version_tag
 
 #: (key, description) of every corrupt entry detected in this process (for tests/tools)
 corruption_reports: list[tuple[str, str]] = []
 _reported: set = set()
-_env_lock = threading.RLock()
-
-
-def version_tag() -> str:
-    parts = [
-        f"torch={torch.__version__}",
-        f"torch_neuronx={__version__}",
-        f"python={sys.version_info[0]}.{sys.version_info[1]}",
-        f"machine={platform.machine()}",
-        f"format={CACHE_FORMAT}",
-    ]
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
 def _sha256_file(path: str) -> str:
@@ -176,17 +164,9 @@ class PersistentCache:
     # ------------------------------------------------------------------ env
     @contextlib.contextmanager
     def _inductor_cache_dir(self):
-        with _env_lock:
-            old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-            os.makedirs(self.inductor_dir, exist_ok=True)
-            os.environ["TORCHINDUCTOR_CACHE_DIR"] = self.inductor_dir
-            try:
-                yield
-            finally:
-                if old is None:
-                    os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
-                else:
-                    os.environ["TORCHINDUCTOR_CACHE_DIR"] = old
+        """Inductor's directories for a compile against this cache (inductor_dirs.py)."""
+        with inductor_dirs.selected(self.inductor_dir if self.enabled else None):
+            yield
 
     # ------------------------------------------------------------------ integrity
     def _load_manifest(self, key: str):
@@ -287,7 +267,12 @@ class PersistentCache:
         from torch._inductor import config as inductor_config
 
         if not self.enabled:
-            with inductor_config.patch(force_disable_caches=True):
+            # Inductor's throw-away directories then go in this process's private scratch
+            isa_config = self._vec_isa_config()
+            with (
+                self._inductor_cache_dir(),
+                inductor_config.patch(force_disable_caches=True, **isa_config),
+            ):
                 return build(), "disabled"
 
         def attempt():
@@ -340,7 +325,12 @@ class PersistentCache:
 
         session = GraphSession()
         if not self.enabled:
-            with inductor_config.patch(force_disable_caches=True), aot_cache.disabled():
+            isa_config = self._vec_isa_config()
+            with (
+                self._inductor_cache_dir(),
+                inductor_config.patch(force_disable_caches=True, **isa_config),
+                aot_cache.disabled(),
+            ):
                 yield session
             return
         isa_config = self._vec_isa_config()
@@ -401,9 +391,11 @@ class PersistentCache:
         alike, so graph keys agree) pass ``cpp.vec_isa_ok=True`` instead of probing."""
         global _vec_isa_ok
         if _vec_isa_ok is None:
-            _vec_isa_ok = _probe_vec_isa()
-            if _vec_isa_ok:
-                _prime_isa_extension_probes()
+            # the probes build and load test programs: in the checked host directory
+            with inductor_dirs.probing():
+                _vec_isa_ok = _probe_vec_isa()
+                if _vec_isa_ok:
+                    _prime_isa_extension_probes()
         return {"cpp.vec_isa_ok": True} if _vec_isa_ok else {}
 
     def _paths_in_error(self, exc: BaseException) -> list[str]:
@@ -491,9 +483,8 @@ def _cpu_flags_digest() -> str:
 def _prime_isa_extension_probes() -> None:
     """The AVX-512 subclasses additionally probe bf16/VNNI/AMX support by compiling test
     programs into the *current* Inductor cache directory (memoised per process). Run those
-    probes once per process here, before our cache directory is selected, so they land in
-    Inductor's per-user default directory (built once per host) instead of being recompiled in
-    every new TORCH_NEURONX_NEFF_CACHE_DIR."""
+    probes once per process here, in the checked per-host directory (inductor_dirs.probing),
+    so they are built once per host instead of in every new TORCH_NEURONX_NEFF_CACHE_DIR."""
     try:
         from torch._inductor import config as inductor_config
         from torch._inductor import cpu_vec_isa

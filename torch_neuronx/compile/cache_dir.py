@@ -26,18 +26,26 @@ handled the same way (:func:`is_write_failure`, cache.py).
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
+import platform
 import re
 import stat
+import sys
 import tempfile
 import threading
 import warnings
+
+import torch
+
+from torch_neuronx._version import __version__
 
 from .legality import NeuronCompileError
 
 __all__ = [
     "UnsafeCacheDirError",
     "CacheUnavailableWarning",
+    "version_tag",
     "default_root",
     "check_safe",
     "usable",
@@ -46,6 +54,9 @@ __all__ = [
 ]
 
 CACHE_DIR_ENV = "TORCH_NEURONX_NEFF_CACHE_DIR"
+
+#: layout version of the cache, part of the version tag
+CACHE_FORMAT = 1
 
 #: errors that mean "this directory cannot take our files", not "this graph cannot compile"
 _WRITE_ERRNOS = frozenset(
@@ -75,6 +86,19 @@ def _user() -> str:
     except (KeyError, ImportError):
         name = f"uid_{os.geteuid()}"
     return re.sub(r'[\\/:*?"<>|\s]', "_", name)
+
+
+def version_tag() -> str:
+    """The ``<tag>`` of ``compile-<tag>``: one tree per torch, torch_neuronx, python, machine
+    and cache format."""
+    parts = [
+        f"torch={torch.__version__}",
+        f"torch_neuronx={__version__}",
+        f"python={sys.version_info[0]}.{sys.version_info[1]}",
+        f"machine={platform.machine()}",
+        f"format={CACHE_FORMAT}",
+    ]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
 def default_root() -> str:
@@ -139,12 +163,16 @@ def _prefixes(path: str):
         yield os.sep + os.sep.join(parts[:i])
 
 
-def check_safe(path: str, subdirs: tuple[str, ...] = ()) -> None:
+def check_safe(path: str, subdirs: tuple[str, ...] = (), *, link_ok: bool = True) -> None:
     """Raise :class:`UnsafeCacheDirError` unless ``path`` (an existing directory) and the
-    existing ``subdirs`` of it may hold code this process loads (module docstring)."""
+    existing ``subdirs`` of it may hold code this process loads (module docstring).
+    ``link_ok=False``: ``path`` is one the cache creates itself (the version tree), so a
+    symbolic link there is refused, as in ``subdirs``."""
     uid = os.geteuid()
     shown = path
     path = os.path.abspath(path)
+    if not link_ok and os.path.islink(path):
+        raise _refuse(shown, "it is a symbolic link (the cache creates it as a directory)")
     # 1. the path as written: every link and directory on it (lstat: a link is judged by
     #    who owns the link, since its owner decides where it points)
     for p in list(_prefixes(path))[:-1]:
@@ -210,7 +238,7 @@ def _probe_write(directory: str) -> None:
         os.unlink(tmp)
 
 
-def _create_private(path: str) -> None:
+def create_private(path: str) -> None:
     """Create the missing levels of ``path``, each with mode 0700 (``os.makedirs`` gives
     its mode to the last level only). One that appears meanwhile (another process) is left
     as it is: :func:`check_safe` judges it."""
@@ -245,7 +273,7 @@ def usable(base: str, root: str, subdirs: tuple[str, ...]) -> bool:
     if is_unusable(root):
         return False
     try:
-        _create_private(base)
+        create_private(base)
     except OSError as exc:
         if not os.path.isdir(base):
             mark_unusable(root, exc, base)
@@ -253,11 +281,11 @@ def usable(base: str, root: str, subdirs: tuple[str, ...]) -> bool:
     check_safe(base)
     try:
         for d in (root, *(os.path.join(root, s) for s in subdirs)):
-            _create_private(d)
+            create_private(d)
     except OSError as exc:
         mark_unusable(root, exc, base)
         return False
-    check_safe(root, subdirs)
+    check_safe(root, subdirs, link_ok=False)
     _make_private(root)
     with _lock:
         if os.path.realpath(root) in _ready:

@@ -32,10 +32,12 @@ class _DeviceExecutable(OutputCode):
     """Boxed callable: runs Inductor's host code directly on the memory of neuron tensors.
 
     Inputs that are neuron tensors are replaced by their host aliases (same bytes, no
-    copy); the kernels run with this thread's CPU allocations routed to the device's pool,
-    so every buffer they create (outputs, saved activations) already is device memory; the
-    outputs are adopted as neuron tensors without a copy. All three go through
-    torch_neuronx.runtime.host."""
+    copy); the kernels run with this thread's CPU allocations taken from the device's memory
+    (``as_device_memory``), so every buffer they create -- outputs, saved activations and the
+    intermediates freed before the graph returns -- is device memory: capacity-checked
+    (``torch.OutOfMemoryError``) and in the device's statistics and peak, as a NEFF's
+    intermediates live in HBM. The outputs are adopted as neuron tensors without a copy. All
+    three go through torch_neuronx.runtime.host."""
 
     def __init__(
         self,
@@ -67,7 +69,7 @@ class _DeviceExecutable(OutputCode):
         index = self.device.index
         for i in self.device_inputs:
             args[i] = host_alias(args[i])
-        with device_allocations(index):
+        with device_allocations(index, as_device_memory=True):
             outs = self.compiled(args)
         if not isinstance(outs, list):
             outs = list(outs)

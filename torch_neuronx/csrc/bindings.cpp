@@ -61,6 +61,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_adopt_host_tensor", &tn::adopt_host_tensor);
   m.def("_set_alloc_route", &tn::set_alloc_route);
   m.def("_alloc_route", &tn::alloc_route);
+  m.attr("_ROUTE_DEVICE_MEMORY") = tn::kRouteDeviceMemory;
 
   m.def("_default_generator", [](int index) {
     return py::reinterpret_steal<py::object>(

@@ -38,18 +38,23 @@ def adopt(t: torch.Tensor, device) -> torch.Tensor:
 
 
 class device_allocations:
-    """While active, CPU allocations made by this thread come from the neuron device's memory
-    pool (accounted and capacity-checked), so CPU kernels write their outputs straight into
-    device memory. ``device`` is a device, its name or its index; -1 routes allocations back
-    to host memory for the duration (scratch that is not device memory)."""
+    """While active, CPU allocations made by this thread come from the neuron device: from its
+    host workspace, whose blocks become device memory when :func:`adopt`-ed (a kernel's
+    outputs; its temporaries never count), or -- ``as_device_memory=True`` -- from the
+    device's memory itself, each allocation capacity-checked (``torch.OutOfMemoryError``) and
+    counted in the device's statistics from the moment it is made: what a compiled graph's
+    intermediates are on Trainium (they live in HBM). ``device`` is a device, its name or its
+    index; -1 routes allocations back to host memory for the duration (scratch that is not
+    device memory)."""
 
-    __slots__ = ("_index", "_prev")
+    __slots__ = ("_route", "_prev")
 
-    def __init__(self, device) -> None:
-        self._index = _index(device)
+    def __init__(self, device, *, as_device_memory: bool = False) -> None:
+        index = _index(device)
+        self._route = index | _C._ROUTE_DEVICE_MEMORY if as_device_memory and index >= 0 else index
 
     def __enter__(self) -> device_allocations:
-        self._prev = _C._set_alloc_route(self._index)
+        self._prev = _C._set_alloc_route(self._route)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -58,4 +63,5 @@ class device_allocations:
 
 def allocation_route() -> int:
     """The device index this thread's CPU allocations currently go to, or -1 (host memory)."""
-    return _C._alloc_route()
+    route = _C._alloc_route()
+    return route if route < 0 else route & ~_C._ROUTE_DEVICE_MEMORY

@@ -59,14 +59,18 @@ struct SegmentInfo {
 };
 std::vector<SegmentInfo> segment_infos(int device);
 
-// CPU allocations of the calling thread go to `device`'s pool while set (-1: off).
-// Returns the previous value.
-int set_alloc_route(int device);
+// CPU allocations of the calling thread go to `device`'s host workspace while set (-1: off).
+// `route` is the device index, optionally with kRouteDeviceMemory set: allocations then come
+// from the device's memory itself (capacity-checked, counted in its statistics from the
+// moment they are made, raising its out-of-memory error): a compiled graph's intermediates,
+// which on Trainium live in HBM. Returns the previous route.
+constexpr int kRouteDeviceMemory = 1 << 16;
+int set_alloc_route(int route);
 int alloc_route();
 
-// Routes this thread's CPU allocations to `device` for the guard's lifetime (-1: off).
+// Routes this thread's CPU allocations to `route` for the guard's lifetime (-1: off).
 struct AllocRouteGuard {
-  explicit AllocRouteGuard(int device) : prev_(set_alloc_route(device)) {}
+  explicit AllocRouteGuard(int route) : prev_(set_alloc_route(route)) {}
   ~AllocRouteGuard() { set_alloc_route(prev_); }
   AllocRouteGuard(const AllocRouteGuard&) = delete;
   AllocRouteGuard& operator=(const AllocRouteGuard&) = delete;

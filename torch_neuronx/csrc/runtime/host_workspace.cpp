@@ -59,11 +59,31 @@ namespace {
 thread_local int t_route = -1;
 c10::Allocator* g_orig_cpu = nullptr;
 
+// Device memory handed to a CPU kernel through the routing allocator (kRouteDeviceMemory):
+// a block of the device pool, registered as live so that the DataPtr can carry the data
+// pointer as its context (c10's raw_allocate contract) and delete_block can find the block.
+c10::DataPtr allocate_routed_device(int device, size_t n) {
+  lazy_init();
+  auto& a = get(device);
+  if (n == 0) return c10::DataPtr(nullptr, c10::Device(c10::kCPU));
+  auto ctx = memory_history_context(/*at_free=*/false);
+  Block* b = a.allocate(n, ctx);
+  register_block(b);
+  if (C10_UNLIKELY(memory_history_enabled() || c10::memoryProfilingEnabled())) {
+    report_block(a, b->ptr, b->size, /*alloc=*/true, ctx);
+  }
+  return c10::DataPtr(b->ptr, b->ptr, &delete_block, c10::Device(c10::kCPU));
+}
+
 // The CPU allocator, made route-aware: CPU kernels that run for the emulated core
 // allocate their outputs straight from that core's memory pool.
 struct RoutingCPUAllocator final : c10::Allocator {
   c10::DataPtr allocate(size_t n) override {
-    if (t_route >= 0) return allocate_workspace(t_route, n);
+    if (t_route >= 0) {
+      if (t_route & kRouteDeviceMemory)
+        return allocate_routed_device(t_route & ~kRouteDeviceMemory, n);
+      return allocate_workspace(t_route, n);
+    }
     return g_orig_cpu->allocate(n);
   }
   c10::DeleterFnPtr raw_deleter() const override { return &routing_raw_delete; }
@@ -138,10 +158,10 @@ void debug_free_unknown_pointer() {
   c10::DataPtr dp(not_ours, not_ours, &delete_block, c10::Device(kNeuron, 0));
 }
 
-int set_alloc_route(int device) {
-  if (device >= 0) check_device_index(device);
+int set_alloc_route(int route) {
+  if (route >= 0) check_device_index(route & ~kRouteDeviceMemory);
   int prev = t_route;
-  t_route = device;
+  t_route = route;
   return prev;
 }
 int alloc_route() { return t_route; }
