@@ -8,7 +8,8 @@
 
 Exit status: 0 ok; 1 the script raised (the report is still written, with the traceback);
 2 bad arguments (unknown instance, malformed price); 3 a ``--fail-on`` condition holds;
-130 interrupted (Ctrl-C; a partial report is written).
+130 interrupted (Ctrl-C; a partial report is written); 128+N this command was sent signal N
+(SIGTERM, SIGINT, SIGHUP: passed on to the script, whose report says interrupted).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import argparse
 import json
 import math
 import os
+import signal
 import sys
 import time
 
@@ -176,12 +178,13 @@ def _run_cmd(args, profs, work, fail_on, tolerances) -> int:
     # the script runs in a worker (isolate.py): this process alone writes the report and
     # chooses the exit status, whatever the script does to its own process
     state: dict = {}
-    rep = isolate.run(
+    rep, got = isolate.run(
         lambda: _collect(args, profs, work, tolerances, rank, world, state),
         lambda status, stack: _hard_exit_report(state, status, stack, rank, world),
     )
     if isinstance(rep, isolate.Ended):  # killed by a signal: no data came back
         rep = _ended_report(args, profs, work, tolerances, rank, world, rep)
+    _interrupted(rep, got)
     stem = "report" if world == 1 else f"report-rank{rank}"
     rep["fail_on"] = {"requested": fail_on, "triggered": build.gate(rep, fail_on)}
     paths = write(rep, args.out, stem, html=not args.no_html)
@@ -190,6 +193,12 @@ def _run_cmd(args, profs, work, fail_on, tolerances) -> int:
         paths["merged"] = write(merged, args.out, "report", html=not args.no_html)["json"]
     if not args.quiet and (rank == 0 or world == 1):
         render_text.print_summary(rep, paths)
+    return _exit_status(rep, got)
+
+
+def _exit_status(rep: dict, got: str | None) -> int:
+    if got:  # the harness was sent a signal: 128 + its number, as a process it ended
+        return 128 + signal.Signals[got]
     if rep["status"] == "interrupted":
         return EXIT_INTERRUPTED
     if rep["status"] != "ok":
@@ -201,6 +210,24 @@ def _run_cmd(args, profs, work, fail_on, tolerances) -> int:
         )
         return EXIT_GATE
     return EXIT_OK
+
+
+def _interrupted(rep: dict, got: str | None) -> None:
+    """The report of a run the harness was sent ``got`` (a signal name) during: interrupted."""
+    if not got:
+        return
+    message = f"interrupted: torch-neuronx evaluate received {got} and passed it on to the script"
+    err = rep.get("error")
+    if err and err.get("type") not in ("signal", "KeyboardInterrupt"):
+        message += f" (which then ended with {err['type']}: {err['message']})"
+    rep["status"] = "interrupted"
+    rep["error"] = {
+        "type": "interrupted",
+        "message": message,
+        "traceback": (err or {}).get("traceback", ""),
+    }
+    rep["readiness"] = [i for i in rep["readiness"] if "ended by signal" not in i["item"]]
+    rep["readiness"].insert(0, {"status": "fail", "item": message})
 
 
 def _evaluation(args, profs, work, tolerances, progress=None):
@@ -225,10 +252,10 @@ def _collect(args, profs, work, tolerances, rank, world, state) -> dict:
     progress = render_text.Progress(args.steps, enabled=not args.quiet and rank == 0)
     ev = state["ev"] = _evaluation(args, profs, work, tolerances, progress)
     try:
-        run_script(ev, args.script, args.args)
+        code = run_script(ev, args.script, args.args)
     finally:
         progress.close()
-    isolate.leave_if_forked(0 if ev.status == "ok" else EXIT_SCRIPT_ERROR)
+    isolate.leave_if_forked(code)  # a child the script forked ends as the script left it
     runs, note = None, None
     if args.reference and world > 1:
         note = "--reference is not supported under torchrun (one process re-runs one script)"
@@ -315,67 +342,127 @@ def merge_ranks(out_dir: str, world: int, own: dict, timeout_s: float = 120.0) -
 
 
 def _fake_cmd(args, profs, work, fail_on) -> int:
-    import runpy
-
-    from . import build, callsite, fake, render_text
-    from .collector import StepLimitReached
+    from . import isolate, render_text
     from .session import write
 
     script = os.path.abspath(args.script)
     if not os.path.isfile(script):
         print(f"torch-neuronx evaluate: error: no such script: {script}", file=sys.stderr)
         return EXIT_USAGE
-    callsite.add_user_root(os.path.dirname(script))
-    rep = build.header("fake", [args.script, *args.args])
-    rep.update({"status": "ok", "error": None, "rank": 0, "world_size": 1, "work": work})
-    optimizers: list = []
+    # one runner for every mode: the trace runs in the worker too (isolate.py)
+    state: dict = {}
+    rep, got = isolate.run(
+        lambda: _fake_collect(args, profs, work, fail_on, script, state),
+        lambda status, stack: _fake_hard_exit(args, profs, work, fail_on, state, status, stack),
+    )
+    if isinstance(rep, isolate.Ended):  # killed by a signal: no data came back
+        rep = _fake_ended(args, profs, work, fail_on, rep)
+    _interrupted(rep, got)
+    paths = write(rep, args.out, "report", html=not args.no_html)
+    if not args.quiet:
+        render_text.print_summary(rep, paths)
+    if got or rep["status"] != "ok":
+        return _exit_status(rep, got)
+    return EXIT_GATE if rep["fail_on"]["triggered"] else EXIT_OK
 
-    recorder: list = []
+
+def _fake_collect(args, profs, work, fail_on, script, state) -> dict:
+    """In the worker: the script traced with fake tensors, and the report's data."""
+    import runpy
+
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    from . import callsite, fake, isolate
+    from .collector import StepLimitReached
+
+    callsite.add_user_root(os.path.dirname(script))
+    state.update(status="ok", error=None, optimizers=[], t0=time.perf_counter())
+    optimizers = state["optimizers"]
 
     def _end_step(opt, a, k):  # the traced step ends here (the fake recorder stops at the next one)
         if opt not in optimizers:
             optimizers.append(opt)
-        if recorder:
-            recorder[0].end_step()
+        if "rec" in state:
+            state["rec"].end_step()
 
     saved_argv = sys.argv
     sys.argv = [script, *args.args]
-    t0 = time.perf_counter()
-    from torch.optim.optimizer import register_optimizer_step_post_hook
-
     hook = register_optimizer_step_post_hook(_end_step)
+    left = None
     try:
         with fake.fake_session() as rec:
-            recorder.append(rec)
+            state["rec"] = rec
             try:
                 runpy.run_path(script, run_name="__main__")
             except StepLimitReached:
                 pass
             except SystemExit as e:
+                left = e
                 if e.code not in (None, 0):
-                    rep["status"] = "error"
-            except KeyboardInterrupt:
-                rep["status"] = "interrupted"
+                    state["status"] = "error"
+            except KeyboardInterrupt as e:
+                left = e
+                state["status"] = "interrupted"
             except Exception as e:
                 import traceback
 
-                rep["status"] = "error"
-                rep["error"] = {
+                left = e
+                state["status"] = "error"
+                state["error"] = {
                     "type": type(e).__name__,
                     "message": str(e),
                     "traceback": traceback.format_exc(),
                 }
+            isolate.leave_if_forked(isolate.exit_code(left))
             params = [p for o in optimizers for g in o.param_groups for p in g["params"]]
             static = fake.static_bytes(params, optimizers)
     finally:
         hook.remove()
         sys.argv = saved_argv
+    return _fake_report(args, profs, work, fail_on, state, static)
+
+
+def _fake_hard_exit(args, profs, work, fail_on, state, status, stack) -> dict:
+    """In the worker, inside the script's ``os._exit(status)``: the trace until then."""
+    from . import fake
+
+    optimizers = state.get("optimizers", [])
+    params = [p for o in optimizers for g in o.param_groups for p in g["params"]]
+    message = f"the script ended its process with os._exit({status})"
+    state["status"] = "error"
+    state["error"] = {"type": "os._exit", "message": message, "traceback": stack}
+    rep = _fake_report(args, profs, work, fail_on, state, fake.static_bytes(params, optimizers))
+    return _ended(rep, message)
+
+
+def _fake_ended(args, profs, work, fail_on, ended) -> dict:
+    """In the harness, when the fake worker died without handing data back (a signal)."""
+    from . import fake
+
+    state = {
+        "status": "error",
+        "error": {"type": ended.kind, "message": ended.message, "traceback": ""},
+        "rec": fake.FakeStepRecorder(),  # nothing traced came back
+    }
+    rep = _fake_report(args, profs, work, fail_on, state, fake.static_bytes([], []))
+    return _ended(rep, ended.message)
+
+
+def _fake_report(args, profs, work, fail_on, state, static) -> dict:
+    """The ``--fake`` report of what the recorder in ``state`` traced."""
+    import resource
+
+    from . import build, fake
+
+    rec = state.get("rec") or fake.FakeStepRecorder()
+    rep = build.header("fake", [args.script, *args.args])
+    rep.update({"status": state["status"], "error": state["error"], "rank": 0, "world_size": 1})
+    rep["work"] = work
     rep["fake_projection"] = fake.project(
         rec, profs, dp=args.fsdp, tp=args.tp, static=static, work=work
     )
-    rep["fake_projection"]["trace_wall_s"] = time.perf_counter() - t0
-    import resource
-
+    t0 = state.get("t0")
+    rep["fake_projection"]["trace_wall_s"] = time.perf_counter() - t0 if t0 else 0.0
     rep["fake_projection"]["host_max_rss_bytes"] = (
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     )
@@ -409,11 +496,4 @@ def _fake_cmd(args, profs, work, fail_on) -> int:
     if "memory" in fail_on and not any(r["fits"] for r in rep["fake_projection"]["profiles"]):
         triggered.append("memory: the layout does not fit one core of any profile")
     rep["fail_on"] = {"requested": fail_on, "triggered": triggered}
-    paths = write(rep, args.out, "report", html=not args.no_html)
-    if not args.quiet:
-        render_text.print_summary(rep, paths)
-    if rep["status"] == "interrupted":
-        return EXIT_INTERRUPTED
-    if rep["status"] != "ok":
-        return EXIT_SCRIPT_ERROR
-    return EXIT_GATE if rep["fail_on"]["triggered"] else EXIT_OK
+    return rep

@@ -29,7 +29,12 @@ from .session import Evaluation
 LOSS_WATCH = "torch_neuronx.evaluate: remembers the scalar each step calls backward() on (the loss)"
 
 
-def run_script(ev: Evaluation, script: str, args: list) -> None:
+def run_script(ev: Evaluation, script: str, args: list) -> int:
+    """Runs the script under ``ev``; returns the status ``python script.py`` would have ended
+    with (isolate.exit_code: the status a child the script forked ends with)."""
+    from .isolate import exit_code
+
+    left = None  # what left the script (None: it ran to its end)
     script = os.path.abspath(script)
     if not os.path.isfile(script):
         raise FileNotFoundError(f"no such script: {script}")
@@ -52,17 +57,21 @@ def run_script(ev: Evaluation, script: str, args: list) -> None:
                 except StepLimitReached:
                     ev.stopped_at_step = len(coll.steps)
                 except SystemExit as e:
+                    left = e
                     if e.code not in (None, 0):
                         ev.fail(e)
                         ev.error["message"] = f"the script exited with status {e.code}"
                 except KeyboardInterrupt as e:
+                    left = e
                     ev.fail(e, status="interrupted")
                 except Exception as e:  # the report is still written, with the traceback
+                    left = e
                     ev.fail(e)
     finally:
         sys.argv = saved_argv
         if saved_path0 is not None and sys.path and sys.path[0] == os.path.dirname(script):
             sys.path.pop(0)
+    return exit_code(left)
 
 
 def rank_and_world() -> tuple:
