@@ -26,6 +26,7 @@ import logging
 import os
 import threading
 import time
+import traceback
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -194,18 +195,23 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kw
     """Dynamo backend ``neuron`` (entry point group ``torch_dynamo_backends``)."""
     mode = kwargs.pop("mode", None)
     options = kwargs.pop("options", None)
-    _reject_dynamic()
-    opts = _Options(mode, options, kwargs)
+    function = _function_id(gm)
+    try:
+        _reject_dynamic()
+        opts = _Options(mode, options, kwargs)
+        if any(isinstance(x, (list, tuple, dict)) for x in example_inputs):
+            from torch._dynamo.utils import flatten_graph_inputs
 
-    if any(isinstance(x, (list, tuple, dict)) for x in example_inputs):
-        from torch._dynamo.utils import flatten_graph_inputs
-
-        return flatten_graph_inputs(
-            gm,
-            example_inputs,
-            functools.partial(_compile_dynamo_graph, opts=opts, function=_function_id(gm)),
-        )
-    return _compile_dynamo_graph(gm, example_inputs, opts=opts, function=_function_id(gm))
+            return flatten_graph_inputs(
+                gm,
+                example_inputs,
+                functools.partial(_compile_dynamo_graph, opts=opts, function=function),
+            )
+        return _compile_dynamo_graph(gm, example_inputs, opts=opts, function=function)
+    except Exception as e:  # recorded even when the script swallows it (evaluate reports it)
+        stack = [(f.filename, f.lineno, f.name) for f in traceback.extract_stack()[:-1]]
+        dynamo_metrics.record_failure(function, e, stack)
+        raise
 
 
 def _compile_dynamo_graph(gm, example_inputs, *, opts: _Options, function: str):

@@ -55,6 +55,33 @@ def _next_graph_index(function: str, signature: Any) -> tuple[int, bool]:
         return seen[signature], True
 
 
+_failures: list[dict[str, Any]] = []
+
+
+def record_failure(function: str, error: BaseException, stack: list) -> None:
+    """A graph the backend failed to compile. Kept apart from the graph records because a
+    script may catch the error and carry on (timm's benchmark does): the evaluation report
+    still has to call it a blocking failure. ``stack``: (file, line, function) outermost first."""
+    import time
+
+    with _lock:
+        _failures.append(
+            {
+                "function": function,
+                "type": type(error).__name__,
+                "message": str(error)[:2000],
+                "stack": stack,
+                "timestamp": time.time(),
+            }
+        )
+
+
+def get_compile_failures() -> list[dict[str, Any]]:
+    """The backend's compile failures (fresh dicts), oldest first."""
+    with _lock:
+        return [dict(r) for r in _failures]
+
+
 def get_dynamo_metrics() -> list[dict[str, Any]]:
     """One record (a fresh dict) per graph compiled by the ``neuron`` backend."""
     with _lock:
@@ -72,5 +99,6 @@ def reset_dynamo_metrics() -> None:
     """Forget every record and per-function graph count."""
     with _lock:
         _records.clear()
+        _failures.clear()
         _graphs_per_function.clear()
         _shapes_per_function.clear()

@@ -167,6 +167,9 @@ def evaluate_model(
         from .build import readiness
 
         rep["readiness"] = readiness(rep)
+    from . import verdict
+
+    rep["verdict"] = verdict.build(rep)  # write() builds it again from the same report
     if out_dir:
         rep["files"] = write(rep, out_dir)
     return rep

@@ -39,8 +39,9 @@ def _median(xs):
 
 
 def steady_steps(steps: list) -> list:
-    """Whole steps after the first (the first pays compilation and allocator warm-up)."""
-    whole = [s for s in steps if not s.partial] or steps
+    """Whole steps after the first (the first pays compilation and allocator warm-up); none
+    when no whole step was counted (the work of an unfinished step is not a step)."""
+    whole = [s for s in steps if not s.partial]
     return whole[1:] if len(whole) > 1 else whole
 
 
@@ -78,14 +79,14 @@ def placement(c) -> dict:
 def host_sync(c, nsteps: int) -> dict:
     reads = c.host_reads.rows()
     dd = c.data_dependent.rows()
-    per_step = [s.host_syncs for s in c.steps]
+    per_step = [s.host_syncs for s in c.steps if not s.partial]
     return {
         "total": sum(r["count"] for r in reads) + sum(r["count"] for r in dd),
         "driver_counter": getattr(c, "host_read_counter", None),
         "per_step": per_step,
         "in_steady_state_per_step": _median(per_step[1:])
         if len(per_step) > 1
-        else (per_step[0] if per_step else 0),
+        else (per_step[0] if per_step else None),  # None: no step was counted
         "reads": reads,
         "data_dependent_shapes": dd,
         "note": "each read stalls an asynchronous device until the queued work is done; move reads out of "
@@ -101,8 +102,7 @@ def compilation(c, extra: dict | None) -> dict:
         for g in dynamo_metrics.get_dynamo_metrics()
         if g.get("timestamp", 0) >= getattr(c, "wall_start", 0)
     ]
-    steps = c.steps
-    wall = [s.wall_s for s in steps]
+    wall = [s.wall_s for s in c.steps if not s.partial]  # no whole step: no step time
     suggestions = []
     for r in c.recompiles:
         sizes = []
@@ -157,7 +157,7 @@ def compilation(c, extra: dict | None) -> dict:
         ),
         "cold_step_s": wall[0] if wall else None,
         "warm_step_s": wall[1] if len(wall) > 1 else None,
-        "steady_state_step_s": _median(wall[2:] or wall[1:] or wall),
+        "steady_state_step_s": _median(wall[2:] or wall[1:] or wall) if wall else None,
         "wall_times_note": "wall times of this host (the emulator), not Trainium times",
         **(extra or {}),
     }
@@ -198,8 +198,13 @@ def numerics(c, runs: dict | None, tolerances: dict, note: str | None = None) ->
         ("neuron_compiled", "reference"),
         ("neuron_compiled", "neuron_eager"),
     ]
+    skipped = []
     for a, b in pairs:
         if a not in runs or b not in runs:
+            continue
+        differ = _inputs_differ(runs[a], runs[b], tolerances)
+        if differ:  # a re-run that saw other inputs: comparing it would report a false failure
+            skipped.append({"a": a, "b": b, "reason": differ})
             continue
         for quantity in ("loss", "grad_norm", "output"):
             xa, xb = runs[a].get(quantity) or [], runs[b].get(quantity) or []
@@ -229,8 +234,36 @@ def numerics(c, runs: dict | None, tolerances: dict, note: str | None = None) ->
             )
     out["runs"] = runs
     out["reference_device"] = (ref or {}).get("device")
-    out["verdict"] = "pass" if ok and out["comparisons"] else ("fail" if not ok else "not compared")
+    out["not_compared"] = skipped
+    ref_skipped = next((x for x in skipped if x["b"] == "reference"), None)
+    if not ok:
+        out["verdict"] = "fail"
+    elif ref_skipped or not out["comparisons"]:
+        out["verdict"] = "not compared"
+        out["verdict_reason"] = (ref_skipped or (skipped or [{}])[0]).get("reason") or (
+            "no comparable per-step values (no loss or gradient norm recorded)"
+        )
+    else:
+        out["verdict"] = "pass"
     return out
+
+
+def _inputs_differ(ra: dict, rb: dict, tolerances: dict) -> str | None:
+    """Why two runs cannot be compared: their first losses differ. Before the first update
+    the loss depends only on the initial weights and the inputs, so a first loss that differs
+    beyond the loss tolerance means the re-run did not reproduce them (an unseeded data
+    loader, timm's random inputs), not that the device computes differently. Checked before
+    anything else is compared."""
+    la, lb = (ra.get("loss") or [None])[0], (rb.get("loss") or [None])[0]
+    if la is None or lb is None or not (math.isfinite(la) and math.isfinite(lb)):
+        return None
+    tol = tolerances.get("loss", 1e-4)
+    if abs(la - lb) <= tol * max(abs(lb), 1e-12):
+        return None
+    return (
+        f"not compared: the reference run's inputs differ (first loss {la:.6g} vs {lb:.6g}, "
+        "before any update): seed the data and the model so that a re-run sees the same inputs"
+    )
 
 
 def memory(c, static: dict | None, profiles: list) -> dict:
@@ -306,33 +339,53 @@ def memory_fit(
     }
 
 
-def projection(c, profiles: list, work: dict | None) -> dict:
-    """Modeled step time per profile, MFU, throughput and cost (a projection)."""
-    steps = steady_steps(c.steps)
-    flops = _median([s.flops for s in steps])
+def projection(
+    c, profiles: list, work: dict | None, withheld: str | None = None, parameters=None
+) -> dict:
+    """Modeled step time per profile, MFU, throughput and cost (a projection); ``withheld``:
+    why there is none (the run did not complete, or counted no step: findings.withheld)."""
+    from . import sanity
+
     emulated = perf_target.current()
-    rows = []
-    for p in profiles:
-        t = _median([s.projected.get(p.key, 0.0) for s in steps])
-        tc = _median([s.projected_compiled.get(p.key, 0.0) for s in steps])
-        rows.append(projection_row(p, t, flops, work, compiled_s=tc))
     breakdown = sorted(
         ([name, row[0], row[1], row[2], kind] for (kind, name), row in c.op_time.items()),
         key=lambda r: -r[2],
     )[:25]
-    return {
+    out = {
         "projection": True,
         "emulated_profile": f"{emulated.instance.name}/lnc{emulated.lnc}",
-        "modeled_step_s_emulated": _median([max(s.device_s.values(), default=0.0) for s in steps]),
-        "flops_per_step": flops,
-        "profiles": rows,
         "scaled_nki_costs": getattr(c, "scaled_costs", 0),
-        "by_op": [
+        "by_op": [  # totals over the whole run (not per step)
             {"name": n, "count": k, "modeled_s": t, "flops": f, "kind": kind}
             for n, k, t, f, kind in breakdown
         ],
         "assumptions": ASSUMPTIONS,
     }
+    steps = steady_steps(c.steps)
+    if withheld or not steps:
+        out.update(
+            withheld=withheld or "withheld: no step was counted",
+            modeled_step_s_emulated=None,
+            flops_per_step=None,
+            profiles=[],
+        )
+        return out
+    flops = _median([s.flops for s in steps])
+    rows = []
+    for p in profiles:
+        t = _median([s.projected.get(p.key, 0.0) for s in steps])
+        tc = _median([s.projected_compiled.get(p.key, 0.0) for s in steps])
+        rows.append(
+            sanity.check_row(projection_row(p, t, flops, work, compiled_s=tc), flops, p.target.core)
+        )
+    out.update(
+        modeled_step_s_emulated=_median([max(s.device_s.values(), default=0.0) for s in steps]),
+        flops_per_step=flops,
+        flops_check=sanity.six_nd(flops, parameters, (work or {}).get("tokens_per_step")),
+        profiles=rows,
+        report_errors=[r["report_error"] for r in rows if r.get("report_error")],
+    )
+    return out
 
 
 ASSUMPTIONS = [
@@ -400,7 +453,7 @@ def projection_row(
 
 
 def readiness(rep: dict) -> list:
-    items = []
+    items = [dict(i) for i in rep.get("blocking") or []]
     pl, hs, co, nu, me = (
         rep.get(k) or {} for k in ("placement", "host_sync", "compilation", "numerics", "memory")
     )
@@ -442,7 +495,7 @@ def readiness(rep: dict) -> list:
                 f"(e.g. {first.get('name', '?')} at {site}): move them out of the loop",
             }
         )
-    else:
+    elif hs.get("in_steady_state_per_step") == 0:  # None: no step was counted to look into
         items.append({"status": "pass", "item": "No host sync inside the steady-state step"})
     if co.get("graph_breaks"):
         g = co["graph_breaks"][0]
@@ -465,12 +518,18 @@ def readiness(rep: dict) -> list:
     v = nu.get("verdict")
     if v == "fail":
         items.append(
-            {"status": "fail", "item": "Numerics differ from the reference beyond the tolerances"}
+            {
+                "status": "fail",
+                "item": "Numerics differ from the reference beyond the tolerances",
+                "topic": "numerics",
+            }
         )
     elif v == "pass":
         items.append(
             {"status": "pass", "item": "Numerics match the reference within the tolerances"}
         )
+    elif nu.get("not_compared"):
+        items.append({"status": "warn", "item": "Numerics " + nu["verdict_reason"]})
     dev = (nu.get("policy_deviations") or {}).get("float64_in_float32", {})
     if dev.get("count"):
         items.append(
@@ -486,6 +545,7 @@ def readiness(rep: dict) -> list:
             {
                 "status": "fail",
                 "item": "Does not fit one core of any profile: see the sharding estimate",
+                "topic": "memory",
             }
         )
     elif fit:

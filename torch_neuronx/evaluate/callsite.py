@@ -42,6 +42,9 @@ def _is_user(filename: str) -> bool:
     return not any(m in filename for m in _LIB_MARKERS)
 
 
+is_user = _is_user  # public name (findings.py reads tracebacks' frames)
+
+
 def user_frame(skip: int = 1):
     """(filename, lineno, function) of the innermost user frame, or None."""
     f = sys._getframe(skip)

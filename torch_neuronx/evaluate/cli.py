@@ -452,7 +452,7 @@ def _fake_report(args, profs, work, fail_on, state, static) -> dict:
     """The ``--fake`` report of what the recorder in ``state`` traced."""
     import resource
 
-    from . import build, fake
+    from . import build, fake, findings
 
     rec = state.get("rec") or fake.FakeStepRecorder()
     rep = build.header("fake", [args.script, *args.args])
@@ -470,7 +470,20 @@ def _fake_report(args, profs, work, fail_on, state, static) -> dict:
     rep["steps_completed"] = 1 if rec.stop_at_next_step else 0
     if not rec.ops:
         rep["notice"] = "the script never ran an op on the neuron device (under fake tensors)"
-    rep["readiness"] = build.readiness({"touched_neuron": rec.ops > 0})
+    if rep["status"] != "ok":  # a crashed trace: its partial figures are no projection
+        rep["fake_projection"] = {
+            "withheld": f"withheld: the fake trace did not complete (status {rep['status']})",
+            "profiles": [],
+            "data_dependence": rep["fake_projection"]["data_dependence"],
+            "trace_wall_s": rep["fake_projection"]["trace_wall_s"],
+            "host_max_rss_bytes": rep["fake_projection"]["host_max_rss_bytes"],
+        }
+    rep["blocking"] = [i for i in findings.blocking(rep, None) if rep["status"] != "ok"]
+    if rep["status"] == "error" and not rep["blocking"]:  # SystemExit: no traceback to point at
+        rep["blocking"] = [
+            {"status": "fail", "item": "The fake trace ended with an error", "site": None}
+        ]
+    rep["readiness"] = build.readiness({"touched_neuron": rec.ops > 0, "blocking": rep["blocking"]})
     if rec.fallbacks:
         rep["readiness"] = [i for i in rep["readiness"] if "natively" not in i["item"]]
         rep["readiness"].insert(
@@ -493,7 +506,8 @@ def _fake_report(args, profs, work, fail_on, state, static) -> dict:
     triggered = []
     if "fallback" in fail_on and rec.fallbacks:
         triggered.append(f"fallback: {sum(rec.fallbacks.values())} op calls without a lowering")
-    if "memory" in fail_on and not any(r["fits"] for r in rep["fake_projection"]["profiles"]):
+    fk_rows = rep["fake_projection"]["profiles"]
+    if "memory" in fail_on and fk_rows and not any(r["fits"] for r in fk_rows):
         triggered.append("memory: the layout does not fit one core of any profile")
     rep["fail_on"] = {"requested": fail_on, "triggered": triggered}
     return rep

@@ -33,9 +33,13 @@ import logging
 import re
 import threading
 import time
+import weakref
 
 import torch
-from torch.optim.optimizer import register_optimizer_step_post_hook
+from torch.optim.optimizer import (
+    register_optimizer_step_post_hook,
+    register_optimizer_step_pre_hook,
+)
 
 from torch_neuronx import metrics as _metrics
 from torch_neuronx.eager import perf_hook
@@ -165,6 +169,10 @@ class Collector:
         self.devices_seen: set = set()
         self.optimizers: list = []  # those whose steps are the device's steps
         self.optimizer_order: list = []  # every optimizer that stepped, by its first step
+        self.host_optimizers: list = []  # optimizers over CPU tensors that stepped
+        self.optimizer_sites = weakref.WeakKeyDictionary()  # optimizer -> where it was built
+        self._pre_step_sq: dict = {}  # id(optimizer) -> squared grad norm read before its step
+        self.compile_failures: list = []  # the neuron backend's failures (also swallowed ones)
         self.touched_neuron = False
         self._internal = 0
         self._events_since_sample = 0
@@ -193,7 +201,9 @@ class Collector:
         clock.add_listener(self._on_event_cb)
         clock.acquire()
         perf_hook.add_op_observer(self._on_op_cb)
+        self._hooks.append(register_optimizer_step_pre_hook(self._before_optimizer_step))
         self._hooks.append(register_optimizer_step_post_hook(self._after_optimizer_step))
+        self._watch_optimizer_construction()
         host_reads.watch(self._on_host_read)
         self._watch_unsupported()
         self._watch_autocast()
@@ -250,6 +260,26 @@ class Collector:
                 coll._internal -= 1
 
         return _Ctx()
+
+    def _watch_optimizer_construction(self) -> None:
+        """Where each optimizer was built: an optimizer over CPU copies of a model that runs on
+        neuron trains nothing on the device, and the report names the line that built it."""
+        real = torch.optim.Optimizer.__init__
+        sites = self.optimizer_sites
+
+        def __init__(opt, *a, **k):
+            real(opt, *a, **k)
+            with contextlib.suppress(TypeError):  # an optimizer that refuses weak references
+                sites.setdefault(opt, user_site(2))
+
+        self._patches.enter_context(
+            patches.scoped(
+                torch.optim.Optimizer,
+                "__init__",
+                __init__,
+                reason="torch_neuronx.evaluate: the line that built each optimizer, for the report",
+            )
+        )
 
     def _watch_unsupported(self) -> None:
         """Sees every unsupported feature the workload meets (the eager layer warns once per
@@ -309,12 +339,24 @@ class Collector:
             self._cur.host_syncs += 1
 
     # -- steps ----------------------------------------------------------------------------
+    def _before_optimizer_step(self, optimizer, args, kwargs) -> None:
+        """The gradient norm is read here, before the step: an optimizer may change p.grad in
+        place (foreach Nesterov SGD adds the momentum into it), so after the step it is no
+        longer the gradient. It is read after any clipping the script does before step()."""
+        if not self._active or _on_host(optimizer):
+            return
+        with self.internal():
+            self._pre_step_sq[id(optimizer)] = grad_sq(optimizer)
+
     def _after_optimizer_step(self, optimizer, args, kwargs) -> None:
         if not any(o is optimizer for o in self.optimizer_order):
             self.optimizer_order.append(optimizer)  # the reference re-run counts the same ones
-        first = next((p for g in optimizer.param_groups for p in g["params"]), None)
-        if first is not None and first.device.type == "cpu":
-            return  # a reference optimizer on the host (e.g. a CPU twin of the run): not a device step
+        if _on_host(optimizer):
+            # a reference optimizer on the host (e.g. a CPU twin of the run): not a device step;
+            # if no device optimizer ever steps, the run trained nothing on neuron (build.py)
+            if not any(o is optimizer for o in self.host_optimizers):
+                self.host_optimizers.append(optimizer)
+            return
         if optimizer not in self.optimizers:
             self.optimizers.append(optimizer)
         if not self.explicit:  # an explicit torch_neuronx.evaluate.step() delimits instead
@@ -341,16 +383,15 @@ class Collector:
             raise StepLimitReached(len(self.steps))
 
     def _grad_norm(self):
-        grads = [
-            p.grad
+        """Over the counted optimizers' parameters, as each read them before its step (see
+        _before_optimizer_step); an optimizer that has not stepped since is read now."""
+        sq = [
+            self._pre_step_sq.pop(id(o)) if id(o) in self._pre_step_sq else grad_sq(o)
             for o in self.optimizers
-            for g in o.param_groups
-            for p in g["params"]
-            if p.grad is not None
         ]
-        if not grads:
-            return None
-        return float(sum(g.detach().float().pow(2).sum().cpu() for g in grads) ** 0.5)
+        self._pre_step_sq.clear()
+        sq = [x for x in sq if x is not None]
+        return float(sum(sq) ** 0.5) if sq else None
 
     def _close_step(self, partial: bool = False) -> None:
         with self._lock:
@@ -526,6 +567,20 @@ class Collector:
                 "step": len(self.steps),
             }
         )
+
+
+def _on_host(optimizer) -> bool:
+    first = next((p for g in optimizer.param_groups for p in g["params"]), None)
+    return first is not None and first.device.type == "cpu"
+
+
+def grad_sq(optimizer) -> float | None:
+    """The squared norm of an optimizer's gradients (None: no gradient), read on the host.
+    The reference re-run (reference.py) reads it the same way, at the same point."""
+    grads = [p.grad for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+    if not grads:
+        return None
+    return float(sum(g.detach().float().pow(2).sum().cpu() for g in grads))
 
 
 def _untraced(fn):

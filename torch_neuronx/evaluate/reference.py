@@ -193,12 +193,23 @@ class _StepRecorder:
         self.grad_norm: list = []
         self.wall_s: list = []
         self.pending_loss = None
+        self._pre_step_sq: dict = {}  # id(optimizer) -> squared grad norm before its step
         self._t = time.perf_counter()
 
     # torch_neuronx.evaluate.step() looks for an evaluation with a collector (session.current)
     @property
     def collector(self):
         return self
+
+    def before_optimizer_step(self, optimizer, args, kwargs) -> None:
+        """The gradient norm before the step, as the instrumented run reads it (collector.py:
+        an optimizer may change p.grad in place during its step)."""
+        from .collector import grad_sq
+
+        if not any(o is optimizer for o in self.order):
+            self.order.append(optimizer)
+        if any(o is optimizer for o in self._counted()):
+            self._pre_step_sq[id(optimizer)] = grad_sq(optimizer)
 
     def after_optimizer_step(self, optimizer, args, kwargs) -> None:
         if not any(o is optimizer for o in self.order):
@@ -223,18 +234,15 @@ class _StepRecorder:
             if isinstance(loss, torch.Tensor)
             else float(loss)
         )
-        grads = [
-            p.grad
+        from .collector import grad_sq
+
+        sq = [
+            self._pre_step_sq.pop(id(o)) if id(o) in self._pre_step_sq else grad_sq(o)
             for o in self._counted()
-            for g in o.param_groups
-            for p in g["params"]
-            if p.grad is not None
         ]
-        self.grad_norm.append(
-            float(sum(g.detach().float().pow(2).sum().cpu() for g in grads) ** 0.5)
-            if grads
-            else None
-        )
+        self._pre_step_sq.clear()
+        sq = [x for x in sq if x is not None]
+        self.grad_norm.append(float(sum(sq) ** 0.5) if sq else None)
         now = time.perf_counter()
         self.wall_s.append(now - self._t)
         self._t = now
@@ -249,7 +257,10 @@ def _passthrough_compile(model=None, **kwargs):
 def run_child(device: str | None, script: str, args: list, ordinals, explicit, steps) -> dict:
     """Runs ``script`` in this process with ``neuron`` mapped to ``device`` (None: kept) and
     ``torch.compile`` as a no-op; returns what the child reports."""
-    from torch.optim.optimizer import register_optimizer_step_post_hook
+    from torch.optim.optimizer import (
+        register_optimizer_step_post_hook,
+        register_optimizer_step_pre_hook,
+    )
 
     from . import session
     from .collector import StepLimitReached
@@ -278,6 +289,7 @@ def run_child(device: str | None, script: str, args: list, ordinals, explicit, s
     real_backward = scope.enter_context(
         patches.scoped(torch.Tensor, "backward", backward, reason=LOSS_WATCH)
     )
+    pre_hook = register_optimizer_step_pre_hook(rec.before_optimizer_step)
     hook = register_optimizer_step_post_hook(rec.after_optimizer_step)
     session._current.append(rec)
     stream = NeuronStream() if device else None
@@ -300,6 +312,7 @@ def run_child(device: str | None, script: str, args: list, ordinals, explicit, s
             mode.__exit__(None, None, None)
             stream.__exit__(None, None, None)
         hook.remove()
+        pre_hook.remove()
         scope.close()
     out.update(loss=rec.loss, grad_norm=rec.grad_norm, wall_s=rec.wall_s)
     # a self-check of the mapping: a reference run never allocates on the neuron device

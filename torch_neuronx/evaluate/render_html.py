@@ -181,6 +181,8 @@ def render(rep: dict) -> str:
         f"{_e(rep.get('rank', 0))}/{_e(rep.get('world_size', 1))} &middot; schema v{rep['schema_version']}"
         f" &middot; {_e(rep.get('created'))}</p>"
     )
+    if rep.get("verdict"):
+        parts.append(_verdict(rep["verdict"]))
     if rep.get("notice"):
         parts.append(f"<p class='fail'>{_e(rep['notice'])}</p>")
     if rep.get("error"):
@@ -237,7 +239,12 @@ def render(rep: dict) -> str:
             "host_sync",
             (
                 f"<p>{h.get('total', 0)} device-to-host reads (driver counter: {_e(h.get('driver_counter'))}); "
-                f"{h.get('in_steady_state_per_step', 0):g} per steady-state step. {_e(h.get('note', ''))}</p>"
+                + (
+                    "no step counted."
+                    if h.get("in_steady_state_per_step") is None
+                    else f"{h['in_steady_state_per_step']:g} per steady-state step."
+                )
+                + f" {_e(h.get('note', ''))}</p>"
                 "<h3>Reads</h3>"
                 + _sites(h.get("reads") or [])
                 + "<h3>Data-dependent output shapes</h3>"
@@ -388,7 +395,9 @@ def render(rep: dict) -> str:
     parts.append(
         _section(
             "projection",
-            (
+            f"<p class='fail'>Projection {_e(pr['withheld'])}</p>"
+            if pr.get("withheld")
+            else (
                 "<p class='proj'><b>Projection</b>, not a measurement: modeled Trainium time from the performance model "
                 f"(emulated profile {_e(pr.get('emulated_profile'))}: {_ms(pr.get('modeled_step_s_emulated'))} per step, "
                 f"{pr.get('flops_per_step', 0) / 1e9:,.3f} GFLOP per step).</p>"
@@ -449,6 +458,22 @@ def render(rep: dict) -> str:
     return "".join(parts)
 
 
+def _verdict(v: dict) -> str:
+    """The four questions first (verdict.py), each with its answer and items."""
+    from .verdict import QUESTIONS
+
+    rows = []
+    for key, question in QUESTIONS:
+        a = v.get(key) or {}
+        cls = {"no": "fail", "yes": "pass"}.get(a.get("answer"), "warn")
+        items = "".join(f"<li>{_e(x)}</li>" for x in a.get("items") or [])
+        rows.append(
+            f"<tr><th>{_e(question)}</th><td class='{cls}'><b>{_e(a.get('answer', '?'))}</b></td>"
+            f"<td>{_e(a.get('detail', ''))}{'<ul>' + items + '</ul>' if items else ''}</td></tr>"
+        )
+    return "<h2 id='verdict'>Verdict</h2><table class='verdict'>" + "".join(rows) + "</table>"
+
+
 def _proj_table(rows, fake: bool = False) -> str:
     def usd(x):
         return "n/a (no price)" if x is None else f"${x:,.4f}"
@@ -469,9 +494,9 @@ def _proj_table(rows, fake: bool = False) -> str:
         [
             [
                 r["profile"],
-                _ms(r["step_s"]),
+                _ms(r["step_s"]) if not r.get("report_error") else r["report_error"],
                 _ms(r.get("compiled_step_s")),
-                f"{r['mfu']:.1%}",
+                "n/a" if r.get("mfu") is None else f"{r['mfu']:.1%}",
                 f"{r['samples_per_s']:,.1f}" if r.get("samples_per_s") else "n/a",
                 f"{r['tokens_per_s']:,.0f}" if r.get("tokens_per_s") else "n/a",
                 usd(r.get("usd_per_1000_steps")),

@@ -49,6 +49,10 @@ def summary_lines(rep: dict) -> list:
         f"emulated {rep['emulated']['instance']} LNC={rep['emulated']['lnc']} | rank "
         f"{rep.get('rank', 0)}/{rep.get('world_size', 1)}"
     )
+    if rep.get("verdict"):
+        from .verdict import lines
+
+        out += lines(rep["verdict"])
     if rep.get("notice"):
         out.append("NOTE: " + rep["notice"])
     if rep.get("error"):
@@ -66,7 +70,12 @@ def summary_lines(rep: dict) -> list:
             )
     h = rep.get("host_sync") or {}
     if h:
-        out.append(f"host syncs: {h['total']} ({h['in_steady_state_per_step']:g} per steady step)")
+        per = h["in_steady_state_per_step"]
+        out.append(
+            f"host syncs: {h['total']} ("
+            + ("no step counted" if per is None else f"{per:g} per steady step")
+            + ")"
+        )
         for r in (h["reads"] + h["data_dependent_shapes"])[:5]:
             out.append(
                 f"  {r['name']} x{r['count']} at " + ", ".join(s["site"] for s in r["sites"][:2])
@@ -77,7 +86,11 @@ def summary_lines(rep: dict) -> list:
             f"compilation: {c['graphs']} graphs, {len(c['graph_breaks'])} graph breaks, "
             f"{len(c['recompiles'])} recompiles, compile {c['compile_s']:.2f} s "
             f"({c.get('graphs_from_cache', 0)} graphs from the warm cache); steady step "
-            f"{(c['steady_state_step_s'] or 0) * 1e3:.1f} ms wall (this host)"
+            + (
+                "n/a (no step counted)"
+                if c["steady_state_step_s"] is None
+                else f"{c['steady_state_step_s'] * 1e3:.1f} ms wall (this host)"
+            )
         )
     n = rep.get("numerics") or {}
     if n:
@@ -96,13 +109,17 @@ def summary_lines(rep: dict) -> list:
             + ", ".join(f"{f['profile']}={'yes' if f['fits_one_core'] else 'no'}" for f in m["fit"])
         )
     pr = rep.get("projection") or {}
-    if pr:
+    if pr and pr.get("withheld"):
+        out.append(f"projection {pr['withheld']}")
+    elif pr:
         out.append(
             f"projection (modeled, not measured): {pr['flops_per_step'] / 1e9:,.3f} GFLOP/step"
         )
         out += _proj_lines(pr["profiles"])
     fk = rep.get("fake_projection")
-    if fk:
+    if fk and fk.get("withheld"):
+        out.append(f"fake projection {fk['withheld']}")
+    elif fk:
         lay = fk["layout"]
         out.append(
             f"fake projection: {fk['flops_per_step'] / 1e12:,.2f} TFLOP/step, "
@@ -119,6 +136,9 @@ def summary_lines(rep: dict) -> list:
 def _proj_lines(rows) -> list:
     out = []
     for r in rows:
+        if r.get("report_error"):
+            out.append(f"  {r['profile']:<20} {r['report_error']}")
+            continue
         usd = r.get("usd_per_1000_steps")
         tok = r.get("usd_per_million_tokens")
         out.append(

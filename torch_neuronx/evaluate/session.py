@@ -7,7 +7,7 @@ import os
 import time
 import traceback
 
-from . import build
+from . import build, findings, verdict
 from .collector import Collector
 
 _current: list = []  # the active evaluations (innermost last), for torch_neuronx.evaluate.step()
@@ -94,12 +94,21 @@ class Evaluation:
                 "the workload never touched the neuron device: no op ran on it. Move the model and its "
                 "inputs to the device (model.to('neuron'), x.to('neuron')) and run again."
             )
+        rep["compile_failures"] = findings.compile_failures(getattr(c, "wall_start", 0.0))
+        if self.error and "site" not in self.error:
+            self.error["site"] = findings.error_site(self.error.get("traceback", ""))
+        rep["blocking"] = findings.blocking(rep, c)
         rep["placement"] = build.placement(c)
         rep["host_sync"] = build.host_sync(c, len(c.steps))
         rep["compilation"] = build.compilation(c, None)
         rep["numerics"] = build.numerics(c, runs, self.tolerances, numerics_note)
         rep["memory"] = build.memory(c, static, self.profiles)
-        rep["projection"] = build.projection(c, self.profiles, self.work)
+        parameters = sum(
+            p.numel() for o in c.optimizers for g in o.param_groups for p in g["params"]
+        )
+        rep["projection"] = build.projection(
+            c, self.profiles, self.work, findings.withheld(rep), parameters or None
+        )
         if extra:
             rep.update(extra)
         rep["readiness"] = build.readiness(rep)
@@ -124,6 +133,7 @@ def step(loss=None) -> None:
 def write(rep: dict, out_dir: str, stem: str = "report", html: bool = True) -> dict:
     """Writes ``stem.json`` (and ``stem.html``) into ``out_dir``; returns their paths."""
     os.makedirs(out_dir, exist_ok=True)
+    rep["verdict"] = verdict.build(rep)  # last: it reads the finished readiness and gates
     paths = {"json": os.path.join(out_dir, f"{stem}.json")}
     with open(paths["json"], "w") as f:
         json.dump(rep, f, indent=1, default=_jsonable)

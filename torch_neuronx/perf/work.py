@@ -181,6 +181,11 @@ def count_flops(op_name: str, args: tuple, kwargs: dict, out: Any) -> float | No
         if base == "_grouped_mm":
             return float(f(*args, out=out[0] if isinstance(out, (list, tuple)) else out))
         return float(f(*args, **kwargs))
+    if isinstance(out, (list, tuple)) and len(out) == 1:
+        # the driver hands an op's results as a list; a one-result op's formula reads the
+        # tensor's shape (the convolution's output size: evaluate, issue 25, a [out] list
+        # made it count a 16x16 output as 1x1, 256x low)
+        out = out[0]
     return float(f(*args, **(kwargs or {}), out_val=out))
 
 
