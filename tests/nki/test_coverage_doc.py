@@ -24,6 +24,7 @@ def test_every_reference_name_exists_and_stubs_are_not_covered():
     assert not [r["name"] for r in rows if r["status"] == "missing"]
     status = {r["name"]: r["status"] for r in rows}
     assert status["tensor_tensor_scan"] == "covered"
-    assert status["nonzero_with_count"] == "not covered"  # still an NkiUnsupportedError stub
+    assert status["nonzero_with_count"] == "covered"
+    assert status["sendrecv"] == "not covered"  # still an NkiUnsupportedError stub
     assert status["topk"] == "covered"
     assert status["gather_flattened"] == "not covered"

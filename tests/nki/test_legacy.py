@@ -15,7 +15,7 @@ import torch_neuronx.nki.legacy as lnki
 import torch_neuronx.nki.legacy.isa as lisa
 import torch_neuronx.nki.legacy.language as lnl
 from torch_neuronx import nki
-from torch_neuronx.nki import NkiUnsupportedError, NkiValidationError
+from torch_neuronx.nki import NkiValidationError
 
 DEV = "neuron"
 DTYPES = [torch.float32, torch.bfloat16]
@@ -195,7 +195,8 @@ def test_legacy_constructs_not_simulated_name_construct_line_and_replacement():
     @lnki.jit
     def loop_reduce(x):
         t = lnl.zeros((128, 64), dtype=np.float32)
-        return lnl.loop_reduce(t, np.add, loop_indices=())
+        y = lnl.loop_reduce(t, np.add, loop_indices=())
+        return lisa.activation(np.exp, y)
 
     @lnki.jit
     def whole_block_tensor(x):
@@ -207,9 +208,9 @@ def test_legacy_constructs_not_simulated_name_construct_line_and_replacement():
         arange_on_block(x)
     for s in ("block dim 0", "(P, B..., F...)", "return t[nl.arange"):
         _line_of(e, s)
-    with pytest.raises(NkiUnsupportedError, match="nl.loop_reduce") as e:
-        loop_reduce(x)
-    _line_of(e, "return lnl.loop_reduce(t, np.add")
+    with pytest.raises(NkiValidationError, match="nl.loop_reduce") as e:
+        loop_reduce(x)  # its result is assigned into an accumulator, not used as a tile
+    _line_of(e, "return lisa.activation(np.exp, y)")
     with pytest.raises(NkiValidationError) as e:
         whole_block_tensor(x)
     for s in ("whole tensor with block dims", "lisa.activation(np.exp, t)"):
@@ -237,3 +238,26 @@ def test_two_block_dims_and_psum_matmul_operands(dtype):
     x = torch.randn(2, 3, 64, 64, dtype=dtype, device=DEV)
     xf = x.cpu().float()
     close(kernel(x), xf @ xf, **tol(dtype, 1e-4, 5e-2))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op,ref", [(np.add, torch.sum), (np.maximum, lambda v, dim: v.amax(dim))])
+def test_loop_reduce_reduces_into_the_assigned_view(dtype, op, ref):
+    # AWS's old flash_attn_bwd: acc[...] = nl.loop_reduce(psum_tile, op=np.add, loop_indices=...)
+    @lnki.jit
+    def kernel(x):
+        out = nl.ndarray((128, 64), dtype=np.float32, buffer=nl.shared_hbm)
+        acc = lnl.zeros((lnl.par_dim(128), 64), dtype=np.float32)
+        i_p, i_f = nl.mgrid[0:128, 0:64]
+        for k in nl.affine_range(4):
+            t = lnl.load(x[k, i_p, i_f])
+            p = lisa.tensor_copy(t, dtype=np.float32)
+            acc[i_p, i_f] = lnl.loop_reduce(p, op=op, loop_indices=[k], dtype=np.float32)
+        lnl.store(out[i_p, i_f], value=acc)
+        return out
+
+    x = torch.randn(4, 128, 64).to(dtype)
+    got = kernel(x.to(DEV)).cpu()
+    want = ref(torch.cat([torch.zeros(1, 128, 64), x.float()]), dim=0)
+    tol = 1e-5 if dtype is torch.float32 else 2e-2
+    torch.testing.assert_close(got, want, rtol=tol, atol=tol)

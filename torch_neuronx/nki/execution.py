@@ -60,6 +60,7 @@ class Execution:
         self.device = None  # torch device for HBM outputs (direct call) or None (on core)
         self.route = -1  # allocation route of the caller (>= 0 inside the eager/compiled path)
         self.rng: object | None = None
+        self.prng = {}  # engine -> (128, words) generator state of its lanes (isa/prng.py)
         self.reads = []  # storages the current instruction reads / writes (for the schedule)
         self.writes = []
         self.timeline = None if abstract else _timeline(target.core)

@@ -7,8 +7,10 @@ the kernel line. The legacy ``mask=`` keyword (``nl.arange`` predicates) is acce
 
 One module per instruction family: ``enums`` (NKI's enums), ``data_movement`` (DMA, copies,
 memset), ``matmul`` (Tensor Engine: matmul, transpose), ``vector_alu`` (element-wise and reductions),
-``activations`` (Scalar Engine), ``patterns`` (iota, affine/range/select-reduce selection), ``random`` (dropout), ``activate2`` (NeuronCore-v4 activation with
-two ALU stages, nl.prelu), ``gather`` (nc_n_gather, topk), ``statistics``
+``activations`` (Scalar Engine), ``patterns`` (iota, affine/range/select-reduce selection), ``random`` (dropout), ``prng``
+(the engines' generators: rng, rand2, seeds and states), ``segments`` (nonzero_with_count,
+sequence_bounds), ``shuffle`` (nc_stream_shuffle), ``activate2`` (NeuronCore-v4 activation with
+two ALU stages, nl.prelu), ``gather`` (nc_n_gather, local_gather, topk), ``statistics``
 (batch-norm), ``scans`` (tensor-tensor scan, cumulative), ``top8`` (max8, find/replace
 index8), ``accumulators`` (the engines' reduce registers), ``unsupported`` (documented
 names that are not simulated). What every instruction does around its math (operand checks,
@@ -37,11 +39,14 @@ from .enums import (  # noqa: F401 - nki.isa's names, including the engine alias
     unknown_engine,
     vector_engine,
 )
-from .gather import nc_n_gather, topk
+from .gather import local_gather, nc_n_gather, topk
 from .matmul import nc_matmul, nc_transpose
 from .patterns import affine_select, iota, range_select, select_reduce
+from .prng import rand2, rand_get_state, rand_set_state, rng, set_rng_seed
 from .random import dropout
 from .scans import tensor_scalar_cumulative, tensor_tensor_scan
+from .segments import nonzero_with_count, sequence_bounds
+from .shuffle import nc_stream_shuffle
 from .statistics import bn_aggr, bn_stats
 from .top8 import max8, nc_find_index8, nc_match_replace8
 from .unsupported import NOT_SIMULATED, NkiInstruction, VirtualRegister  # noqa: F401
@@ -99,4 +104,13 @@ __all__ = [
     "activate2",
     "nc_n_gather",
     "topk",
+    "local_gather",
+    "nc_stream_shuffle",
+    "nonzero_with_count",
+    "sequence_bounds",
+    "rng",
+    "rand2",
+    "set_rng_seed",
+    "rand_set_state",
+    "rand_get_state",
 ]

@@ -1,7 +1,8 @@
 """GpSimd gathers and top-k: ``nc_n_gather`` (gather within each partition by flattened
-index) and ``topk`` (the k largest of each 16-partition "snake").
+index), ``local_gather`` (each 16-partition slice gathers with its own indices) and ``topk``
+(the k largest of each 16-partition "snake").
 
-Both run on the GpSimd Engine, so every operand must be in SBUF. Index values are data, so
+All run on the GpSimd Engine, so every operand must be in SBUF. Index values are data, so
 an out-of-range index is reported when the instruction runs (with the kernel line), where
 the hardware's result would be undefined.
 """
@@ -126,3 +127,73 @@ def _write_columns(dst, cols, live):
     mask = torch.zeros(P, dst.free_size, dtype=torch.bool)
     full[:, :c], mask[:, :c] = cols, live
     write(dst, full, mask.reshape(dst.shape))
+
+
+_ELEMS_PER_INDEX = (1, 2, 4, 8, 16, 32)
+_MAX_INDICES_PER_CORE = 4096
+
+
+def local_gather(dst, src_buffer, index, num_elem_per_idx=1, num_valid_indices=None, name=None):
+    """Each 16-partition slice (a GpSimd core) gathers from its own partitions of
+    ``src_buffer``: the slice's uint16 ``index`` values, read partition first (column-major),
+    are element offsets within each partition, and ``num_elem_per_idx`` contiguous elements
+    are read from each; ``dst[p] = concat(src[p, i : i + num_elem_per_idx] for i in indices)``.
+
+    AWS page: https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/nki/api/generated/nki.isa.local_gather.html
+    """
+    ex = execution.begin("local_gather")
+    opc = "local_gather"
+    operand(ex, opc, "src_buffer", src_buffer, SBUF_ONLY)
+    operand(ex, opc, "index", index, SBUF_ONLY)
+    operand(ex, opc, "dst", dst, SBUF_ONLY, write=True)
+    same_partitions(opc, "index", index, "src_buffer", src_buffer)
+    same_partitions(opc, "dst", dst, "src_buffer", src_buffer)
+    P = src_buffer.partitions
+    if P % _GROUP:
+        fail(
+            f"nisa.{opc}: src_buffer has {P} partitions; it must be a multiple of 16 (one "
+            f"16-partition slice per GpSimd core)"
+        )
+    if index.dtype is not torch.uint16:
+        fail(f"nisa.{opc}: index must be uint16, got {dtypes.name(index.dtype)}")
+    if dtypes.normalize(dst.dtype) != dtypes.normalize(src_buffer.dtype):
+        fail(
+            f"nisa.{opc}: dst ({dtypes.name(dst.dtype)}) must have the dtype of src_buffer "
+            f"({dtypes.name(src_buffer.dtype)}); local_gather does not cast"
+        )
+    if num_elem_per_idx not in _ELEMS_PER_INDEX or isinstance(num_elem_per_idx, bool):
+        fail(
+            f"nisa.{opc}: num_elem_per_idx must be one of {_ELEMS_PER_INDEX}, got {num_elem_per_idx!r}"
+        )
+    per_core = _GROUP * index.free_size  # indices in one 16-partition slice of index
+    n = per_core if num_valid_indices is None else num_valid_indices
+    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= per_core:
+        fail(
+            f"nisa.{opc}: num_valid_indices must be an int in [1, {per_core}] (the indices in "
+            f"a 16-partition slice of index {index.shape}), got {num_valid_indices!r}"
+        )
+    if n > _MAX_INDICES_PER_CORE:
+        fail(f"nisa.{opc}: {n} indices per GpSimd core; at most {_MAX_INDICES_PER_CORE}")
+    if dst.free_size != n * num_elem_per_idx:
+        fail(
+            f"nisa.{opc}: dst must hold num_valid_indices x num_elem_per_idx = {n} x "
+            f"{num_elem_per_idx} elements per partition, got {dst.free_size} (shape {dst.shape})"
+        )
+    record(ex, "gpsimd", dst)
+    if ex.compute:
+        G = P // _GROUP
+        src = src_buffer.read().reshape(P, -1)
+        # each core's indices, partition dim first (NumPy order='F'), the first n valid
+        idx = index.read().to(torch.int64).reshape(G, _GROUP, -1).transpose(1, 2)
+        idx = idx.reshape(G, -1)[:, :n]
+        bad = idx + num_elem_per_idx > src.shape[1]
+        if bool(bad.any()):
+            g, j = (int(v) for v in bad.nonzero()[0])
+            fail(
+                f"nisa.{opc}: index {int(idx[g, j])} (GpSimd core {g}, position {j}) reads "
+                f"{num_elem_per_idx} elements past the {src.shape[1]} of each partition of "
+                f"src_buffer {src_buffer.shape} (the hardware's result is undefined)"
+            )
+        offs = idx[:, :, None] + torch.arange(num_elem_per_idx)  # (G, n, e) element offsets
+        offs = offs.reshape(G, 1, -1).expand(G, _GROUP, -1).reshape(P, -1)
+        write(dst, src.gather(1, offs))

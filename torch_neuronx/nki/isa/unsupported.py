@@ -25,22 +25,13 @@ NOT_SIMULATED = {
     for _n, _why in [
         ("nc_matmul_mx", " (MXFP8/MXFP4 on NeuronCore-v4)"),
         ("quantize_mx", " (MX quantisation)"),
-        ("sequence_bounds", ""),
-        ("local_gather", ""),
         ("dma_compute", ""),
-        ("nc_stream_shuffle", ""),
         ("register_alloc", " (dynamic control flow with registers)"),
         ("register_load", ""),
         ("register_move", ""),
         ("register_store", ""),
         ("core_barrier", " (SPMD programs run one after another)"),
         ("sendrecv", ""),
-        ("rng", ""),
-        ("rand2", ""),
-        ("rand_set_state", ""),
-        ("rand_get_state", ""),
-        ("set_rng_seed", ""),
-        ("nonzero_with_count", ""),
     ]
 }
 

@@ -13,10 +13,11 @@ import math
 
 import torch
 
-from .. import dtypes, isa
+from .. import dtypes, execution, isa
 from ..alloc import ndarray as _alloc
 from ..errors import NkiUnsupportedError, fail
 from ..indexed import IndexedTensor
+from ..indexing import mask_tensor
 from ..ops import ARITH, BITVEC, CMP, LOGICAL, OPS
 from ..storage import MemoryRegion
 from ..tensor import NkiTensor
@@ -168,26 +169,47 @@ def all(x, axis, dtype=None, mask=None):  # noqa: A001
 
 
 def mean(x, axis, dtype=None, keepdims=False, mask=None):
-    """Sum then scale by 1/n (two instructions; float32 intermediate)."""
+    """Sum then scale by 1/n (two instructions; float32 intermediate). With ``mask=`` it is
+    the mean of the active elements, consistent with the masked ``nl.sum``: n counts only
+    active inputs, and a result with no active input is left unwritten like the sum's."""
     axes = _axes(x, axis)
-    n = math.prod(x.shape[a] for a in axes)
     s = _reduction("add", x, axes, dtypes.float32, keepdims, mask)
     out = _alloc(s.shape, dtype or x.dtype, sbuf)
-    isa.tensor_scalar(dst=out, data=s, op0=OPS["multiply"], operand0=1.0 / n)
+    m = mask_tensor(mask, x.shape)
+    if m is None:
+        n = math.prod(x.shape[a] for a in axes)
+        isa.tensor_scalar(dst=out, data=s, op0=OPS["multiply"], operand0=1.0 / n)
+        return out
+    # masks are compile-time (nl.arange predicates): so is each result's count of active inputs
+    count = m.sum(dim=axes, keepdim=keepdims).reshape(s.shape).float()
+    active = count > 0
+    counts = count[active].unique()
+    if len(counts) <= 1:  # the usual free-axis mask: one count, an immediate operand
+        n = float(counts[0]) if len(counts) else 1.0
+        isa.tensor_scalar(dst=out, data=s, op0=OPS["multiply"], operand0=1.0 / n, mask=active)
+        return out
+    # counts that differ per result: a constant tile of 1/count, which the compiler
+    # materialises (counted as one memset), then one multiply of the active results
+    r = _alloc(s.shape, dtypes.float32, sbuf)
+    isa.memset(dst=r, value=0.0)
+    if execution.current().compute:
+        r.write(torch.where(active, 1.0 / count.clamp(min=1), 0.0))
+    isa.tensor_tensor(dst=out, data1=s, data2=r, op=OPS["multiply"], mask=active)
     return out
 
 
 def var(x, axis, dtype=None, keepdims=False, mask=None):
-    """Population variance along free ``axis`` (mean, centred square, mean)."""
+    """Population variance along free ``axis`` (mean, centred square, mean); with ``mask=``
+    over the active elements only."""
     axes = _axes(x, axis)
-    m = mean(x, axes, dtypes.float32, keepdims=True)
+    m = mean(x, axes, dtypes.float32, keepdims=True, mask=mask)
     if m.free_size != 1:
         fail("nl.var supports reducing all trailing free dims to one value per partition")
     d = _alloc(x.shape, dtypes.float32, sbuf)
     isa.tensor_scalar(dst=d, data=x, op0=OPS["subtract"], operand0=m)
     sq = _alloc(x.shape, dtypes.float32, sbuf)
     isa.activation(dst=sq, op=OPS["square"], data=d)
-    return mean(sq, axes, dtype or x.dtype, keepdims=True)
+    return mean(sq, axes, dtype or x.dtype, keepdims=True, mask=mask)
 
 
 def _activation_with_sum(op, x, bias=None):

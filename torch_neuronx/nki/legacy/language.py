@@ -9,7 +9,7 @@ What differs from ``torch_neuronx.nki.language``:
 - reductions (``nl.sum``/``max``/``min``/``prod``/``mean``/``var``/``all``) over any free
   axes, not only the trailing ones: the reduced axes are moved last first (a free view);
 - ``fp32`` / ``bf16`` / ... value-range constants (``nl.fp32.min``);
-- ``loop_reduce`` raises an error naming its replacement.
+- ``loop_reduce``: ``acc[...] = nl.loop_reduce(x, op, ...)`` reduces into ``acc`` in place.
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from .. import dtypes as _dt
 from .. import isa as _isa_new
 from .. import language as _nl
 from ..alloc import ndarray as _alloc
-from ..errors import NkiUnsupportedError, fail
 from ..ops import OPS as _OPS
 from ..ops import Op as _Op
 from ..storage import MemoryRegion as _MR
 from . import isa as _lisa
 from .accumulate import note_matmul
 from .blocks import BlockTensor, par_dim, split_shape
+from .loop_reduce import loop_reduce  # noqa: F401 - nl.loop_reduce
 
 __all__ = ["par_dim", "BlockTensor"]  # plus everything of nki.language (star-imported)
 
@@ -126,11 +126,3 @@ class _Range:
 fp32 = _Range(_dt.float32)
 bf16 = _Range(_dt.bfloat16)
 fp16 = _Range(_dt.float16)
-
-
-def loop_reduce(x, op, loop_indices, mask=None, dtype=None):
-    fail(
-        "nl.loop_reduce (neuronxcc.nki) is not simulated: accumulate across the loop explicitly "
-        "(acc[...] = nl.add(acc, x) or an nc_matmul accumulating in PSUM), as NKI 0.2+ requires",
-        NkiUnsupportedError,
-    )
