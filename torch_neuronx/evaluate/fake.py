@@ -35,8 +35,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from torch_neuronx.eager.op_policy import engine_for, is_data_dependent
 from torch_neuronx.perf import events as ev
+from torch_neuronx.perf import overlap, roofline
 from torch_neuronx.perf import report as perf_report
-from torch_neuronx.perf import roofline
 from torch_neuronx.perf import work as wk
 from torch_neuronx.perf.collectives import collective_cost
 from torch_neuronx.runtime import patches
@@ -241,34 +241,41 @@ def project(
             )
             / tp
         )
-        comm = 0.0
         world = dp * tp
-        if dp > 1:  # FSDP: all-gather parameters (forward and backward), reduce-scatter gradients
+        # FSDP: all-gather parameters (forward and backward), reduce-scatter gradients; issued
+        # per unit and prefetched, so they overlap the compute (perf/overlap.py's rule: all but
+        # the last hidden). TP: two all-reduces of the activations per layer, forward and
+        # backward (approximated), needed at once by the next op: blocking.
+        fsdp: list = []
+        tp_comm = 0.0
+        if dp > 1:
             ranks = list(range(0, world, tp))[:dp]
             shard = param_bytes / tp
-            comm += 2 * collective_cost("all_gather", shard, ranks, p.target).duration
-            comm += collective_cost("reduce_scatter", shard, ranks, p.target).duration
-        if (
-            tp > 1
-        ):  # two all-reduces of the activations per layer, forward and backward: approximated
-            comm += (
+            ag = collective_cost("all_gather", shard, ranks, p.target).duration
+            fsdp = [ag, ag, collective_cost("reduce_scatter", shard, ranks, p.target).duration]
+        if tp > 1:
+            tp_comm = (
                 4
                 * collective_cost(
                     "all_reduce", max(activations / tp / 64, 1), list(range(tp)), p.target
                 ).duration
             )
+        comm = sum(fsdp) + tp_comm
+        eager_s = overlap.step_time(t_eager, blocking_s=tp_comm, overlapped_s=fsdp)
+        graph_s = overlap.step_time(t_graph, blocking_s=tp_comm, overlapped_s=fsdp)
         # each of the dp replicas runs the traced micro-batch; tp cores share one replica's work
         row = projection_row(
             p,
-            t_eager + comm,
+            eager_s,
             flops / tp,
             work,
-            compiled_s=t_graph + comm,
+            compiled_s=graph_s,
             ranks=dp,
             cores_per_replica=tp,
         )
         row["flops_per_core"] = flops / tp
         row["comm_s"] = comm
+        row["exposed_comm_s"] = graph_s - t_graph  # compiled step: TP + exposed FSDP
         row["fits"] = per_core_mem <= p.hbm_per_core
         row["cores_needed"] = world
         row["instances_needed"] = math.ceil(world / p.cores)
@@ -297,7 +304,8 @@ def project(
             "Modeled time per profile: eager = every op costed as an eager launch; compiled_step_s = the same ops as "
             "kernels of one graph. Divided by the tensor-parallel degree; FSDP adds an all-gather of the "
             "parameters (forward and backward) and a reduce-scatter of the gradients; tensor parallelism adds an "
-            "approximate all-reduce cost. Computation and communication are not overlapped.",
+            "approximate all-reduce cost, blocking. The FSDP collectives overlap the compute, all but the last "
+            "(torch_neuronx.perf.overlap, docs/perf-model.md 'Overlap').",
             "Memory per core = (parameters + gradients + optimizer state) / (FSDP x TP) + activations / TP (an "
             "estimate; the single-core peak is measured on the fake run).",
         ],

@@ -80,19 +80,46 @@ def fit_one(xs, ts, busbw: float | None = None) -> tuple:
     return math.exp(la), math.exp(lb)
 
 
+#: levels from narrow to wide (a wider level's hierarchical collectives pass through the narrower)
+_ORDER = ("core", "chip", "instance", "ultraserver")
+
+
 def fit(rows) -> dict:
     """{(gen, level): (fixed seconds, busbw bytes/s or None)} from ``rows`` (Measured). A level
-    whose rows all have one size gets only a fixed cost (busbw None)."""
+    whose rows all have one size gets only a fixed cost (busbw None).
+
+    A level whose rows never reach the bandwidth-bound regime (at its largest size the fitted
+    bandwidth term is below the fixed cost) does not determine its bus bandwidth: the slope is
+    a few microseconds of difference extrapolated by orders of magnitude. Such a level takes
+    the bus bandwidth of the nearest wider level of the same generation that has
+    bandwidth-bound rows, and its fixed cost is refitted with that bandwidth. Reason: a wider
+    level's runs (a multi-instance all-reduce) move every byte through this level too
+    (hierarchical algorithms: reduce-scatter inside the instance, then between instances), so
+    they could not reach their measured bus bandwidth if this level's were lower; that bound
+    comes from calibration rows only. Trn1's 32-rank all-gather (largest size 512 KiB, 28 us
+    above its 151 us fixed cost) would otherwise extrapolate to 18 GB/s, below the 45 GB/s the
+    2-instance 64-rank all-reduce measures through the same links."""
     groups: dict = {}
     for r in rows:
         key = (r.gen, level_of(r.gen, r.ranks, r.instances))
         groups.setdefault(key, []).append(r)
-    out = {}
+    out: dict = {}
+    bound: dict = {}  # (gen, level) -> whether its rows reach the bandwidth-bound regime
     for key, rs in sorted(groups.items()):
         xs = [bus_factor(r.op, r.ranks) * r.size for r in rs]
         ts = [r.time_us * 1e-6 for r in rs]
         if len({r.size for r in rs}) < 2:
             out[key] = (sum(ts) / len(ts), None)
+            bound[key] = False
         else:
             out[key] = fit_one(xs, ts)
+            bound[key] = max(xs) / out[key][1] >= out[key][0]
+    for (gen, level), (_alpha, busbw) in list(out.items()):
+        if busbw is None or bound[(gen, level)]:
+            continue
+        wider = [out[(gen, w)][1] for w in _ORDER[_ORDER.index(level) + 1 :] if bound.get((gen, w))]
+        if wider:
+            rs = groups[(gen, level)]
+            xs = [bus_factor(r.op, r.ranks) * r.size for r in rs]
+            out[(gen, level)] = fit_one(xs, [r.time_us * 1e-6 for r in rs], busbw=wider[0])
     return out

@@ -59,9 +59,18 @@ class Measurement:
         with self._lock:
             return list(self.events)
 
-    def summary(self) -> dict:
+    def summary(self, kind: str | None = None) -> dict:
         """Totals: modeled device time (the busiest device's; devices run in parallel), per
-        device figures, busy time per engine, FLOPs, bytes, MFU, HBM fraction, cost."""
+        device figures, busy time per engine, FLOPs, bytes, MFU, HBM fraction, cost.
+
+        ``likely_range_s``: the range the model was off by on published cases of ``kind`` of
+        work (``perf/ranges.py``: kernel, training, decode, prefill); default: training when
+        the region ran a backward op, else kernel. ``overlap``: the busiest device's step with
+        its collectives overlapped as data-parallel gradient buckets (``perf/overlap.py``: all
+        but the last hidden under the device's other work) -- the time when those collectives
+        are asynchronous; ``device_time_s`` keeps every piece of work one after another."""
+        from . import overlap, ranges
+
         events = self._snapshot()
         tgt = _target.current()
         peak = tgt.core.tensor_peak("bf16")
@@ -81,6 +90,8 @@ class Measurement:
             )
             c = e.cost
             d["time_s"] += c.duration
+            if c.kind == ev.COLLECTIVE:
+                d.setdefault("_coll", []).append(c.duration)
             d["flops"] += c.flops
             d["bytes"] += c.bytes if c.kind in (ev.OP, ev.KERNEL) else 0.0
             d["events"] += 1
@@ -100,12 +111,25 @@ class Measurement:
             for k, v in d["busy_s"].items():
                 busy[k] = busy.get(k, 0.0) + v
         price = hardware.price_per_hour(tgt.instance.name, self.price_per_hour)
+        coll = {k: d.pop("_coll", []) for k, d in per.items()}
+        busiest = max(per, key=lambda k: per[k]["time_s"], default=None)
+        cs = coll.get(busiest, [])
+        other = (per[busiest]["time_s"] - sum(cs)) if busiest is not None else 0.0
+        ov = overlap.split(cs, other)
+        ov["device_time_s"] = other + ov["exposed_s"]
+        if kind is None:
+            kind = "training" if any("backward" in e.cost.name for e in events) else "kernel"
+        lo, hi = ranges.likely(time_s, kind, tgt.core.generation)
         return {
             "modeled": True,
             "instance": tgt.instance.name,
             "generation": tgt.core.generation,
             "lnc": tgt.core.lnc,
             "device_time_s": time_s,
+            "likely_range_s": (lo, hi),
+            "range_kind": kind,
+            "range_note": f"modeled; range from the validation errors of {kind} work",
+            "overlap": ov,
             "devices": per,
             "busy_s": busy,
             "flops": flops,
@@ -168,7 +192,9 @@ class Measurement:
         """A plain-text report of the summary and the top ops."""
         s = self.summary()
         lines = [
-            f"modeled Trainium time on {s['instance']} (LNC={s['lnc']}): {s['device_time_s'] * 1e3:.3f} ms, "
+            f"modeled Trainium time on {s['instance']} (LNC={s['lnc']}): {s['device_time_s'] * 1e3:.3f} ms "
+            f"(likely {s['likely_range_s'][0] * 1e3:.3g}-{s['likely_range_s'][1] * 1e3:.3g} ms, "
+            f"{s['range_note']}), "
             f"{s['flops'] / 1e9:.3f} GFLOP, MFU {s['mfu']:.1%}, HBM {s['hbm_fraction']:.1%}"
         ]
         lines.append(

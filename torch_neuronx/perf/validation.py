@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch_neuronx.runtime import hardware as hw
 from torch_neuronx.runtime.engines import Engine
 
-from . import estimate, graph, params
+from . import estimate, graph, overlap, params
 from .collectives import collective_cost
 from .target import Target, for_instance
 
@@ -246,18 +246,24 @@ def _head_time(m: Llama, tp: int, tokens: int, tgt: Target, train: bool) -> floa
     return c.duration * (3 if train else 1)
 
 
-def _tp_collectives(m: Llama, tp_ranks: list, tokens: int, tgt: Target, per_layer: int) -> float:
-    """Sequence-parallel tensor parallelism: an all-gather before and a reduce-scatter after each
-    of attention and MLP (per_layer = 4 forward, 8 forward + backward); sizes are the full
-    activation (tokens x hidden, bf16). Inference (no sequence parallelism): all-reduces."""
+def _tp_collectives(m: Llama, tp_ranks: list, tokens: int, tgt: Target, per_layer: int) -> list:
+    """One layer's tensor-parallel collectives, seconds each in issue order. Sequence-parallel
+    training: an all-gather before and a reduce-scatter after each of attention and MLP
+    (per_layer = 4 forward or 4 backward); sizes are the full activation (tokens x hidden, bf16).
+    Inference (no sequence parallelism): ``per_layer`` all-reduces."""
     nbytes = tokens * m.hidden * 2
-    if per_layer in (4, 8):
-        one = (
-            collective_cost("all_gather", nbytes, tp_ranks, tgt, in_graph=True).duration
-            + collective_cost("reduce_scatter", nbytes, tp_ranks, tgt, in_graph=True).duration
-        )
-        return one * per_layer / 2
-    return per_layer * collective_cost("all_reduce", nbytes, tp_ranks, tgt, in_graph=True).duration
+    if per_layer == 4:
+        ag = collective_cost("all_gather", nbytes, tp_ranks, tgt, in_graph=True).duration
+        rs = collective_cost("reduce_scatter", nbytes, tp_ranks, tgt, in_graph=True).duration
+        return [ag, rs] * 2
+    return [
+        collective_cost("all_reduce", nbytes, tp_ranks, tgt, in_graph=True).duration
+    ] * per_layer
+
+
+#: ASSUMPTION: a layer's backward is 2/3 of its forward + backward time (backward does twice
+#: the forward's matmul FLOPs, the usual 2N + 4N split of 6N FLOPs per token)
+BACKWARD_SHARE = 2 / 3
 
 
 def training_rows() -> list:
@@ -268,15 +274,21 @@ def training_rows() -> list:
     plan = trace_layer(m, tp, seq, train=True)
     layer = plan.duration(tgt.core) - params.current().graph_launch_s
     tp_ranks = list(range(tp))  # one trn1.32xlarge = 32 NeuronCore-v2
-    micro = (
-        m.layers * (layer + _tp_collectives(m, tp_ranks, seq * mb, tgt, 8))
-        + _head_time(m, tp, seq * mb, tgt, True)
-        + params.current().graph_launch_s
+    one = _tp_collectives(m, tp_ranks, seq * mb, tgt, 4)
+    head = _head_time(m, tp, seq * mb, tgt, True)
+    # forward TP collectives block (the next matmul needs them); the backward ones overlap the
+    # backward compute of the same and adjacent layers (perf/overlap.py's rule)
+    micro = overlap.step_time(
+        m.layers * layer + head + params.current().graph_launch_s,
+        blocking_s=m.layers * sum(one),
+        overlapped_s=one * m.layers,
+        hideable_s=BACKWARD_SHARE * m.layers * layer,
     )
     steps_micro = gbs // (dp * mb)
     # ZeRO-1 data parallelism across the 32 instances: reduce-scatter FP32 gradients, all-gather
     # BF16 parameters of this rank's TP shard; the 32 ranks of an instance share its EFA (the
     # group model gives one chip's EFA to a group; both cores of each chip communicate at once).
+    # Both run after the last micro-batch's backward (gradient accumulation): blocking.
     shard = m.params / tp
     dp_ranks = [i * tgt.cores_per_instance for i in range(dp)]
     share = tgt.cores_per_chip
@@ -286,7 +298,7 @@ def training_rows() -> list:
     )
     opt_bytes = shard / dp * (4 * 4 + 4 * 3)  # fp32 param, grad, m, v read; param, m, v written
     opt_time = opt_bytes / tgt.core.hbm_bw
-    step = steps_micro * micro + sync + opt_time
+    step = overlap.step_time(steps_micro * micro + opt_time, blocking_s=sync)
     modeled = gbs / step
     flops_tok = 6 * m.params
     peak = tp * dp * tgt.core.tensor_peak("bf16")
@@ -304,8 +316,10 @@ def training_rows() -> list:
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/"
             "trn1-training-performance.html",
             f"MFU (6N FLOPs/token, per-core peaks): modeled {mfu:.0%}, published {mfu_pub:.0%}; "
-            "sequence-parallel TP collectives not overlapped with compute; no activation "
-            "recomputation; attention FLOPs by PyTorch's rule (not causal-halved)",
+            "forward TP collectives blocking, backward ones hidden under backward compute but "
+            "the last (perf/overlap.py; backward = 2/3 of a layer, assumed); ZeRO-1 sync after "
+            "the last micro-batch, blocking; no activation recomputation; attention FLOPs by "
+            "PyTorch's rule (not causal-halved)",
         )
     ]
 
@@ -315,10 +329,25 @@ def _decode_tpot(m: Llama, tp: int, ctx: int, tgt: Target) -> float:
     layer = plan.duration(tgt.core) - params.current().graph_launch_s
     ranks = list(range(tp))
     return (
-        m.layers * (layer + _tp_collectives(m, ranks, 1, tgt, 2))
+        m.layers * (layer + sum(_tp_collectives(m, ranks, 1, tgt, 2)))
         + _head_time(m, tp, 1, tgt, False)
+        + _sampling(m, ranks, tgt)
         + params.current().graph_launch_s
     )
+
+
+def _sampling(m: Llama, ranks: list, tgt: Target) -> float:
+    """On-device greedy sampling per token: the vocabulary-sharded logits gathered across the
+    TP group (bf16) and an argmax over them (NxD Inference samples on device; the gather is the
+    collective model's, the argmax a roofline reduction)."""
+    gather = collective_cost("all_gather", m.vocab * 2, ranks, tgt, in_graph=True).duration
+    argmax = estimate.estimate_op("amax", [(1, m.vocab)], torch.bfloat16, tgt, in_graph=True)
+    return gather + argmax.duration
+
+
+#: optional serving-stack term, never in device time: host dispatch per compiled-graph call in
+#: synchronous mode, measured with vLLM's Python on top [ASYNC]
+SERVING_PER_TOKEN_S = float(hw.SYNC_GRAPH_LAUNCH)
 
 
 def _prefill(m: Llama, tp: int, seq: int, tgt: Target) -> float:
@@ -326,7 +355,7 @@ def _prefill(m: Llama, tp: int, seq: int, tgt: Target) -> float:
     layer = plan.duration(tgt.core) - params.current().graph_launch_s
     ranks = list(range(tp))
     return (
-        m.layers * (layer + _tp_collectives(m, ranks, seq, tgt, 2))
+        m.layers * (layer + sum(_tp_collectives(m, ranks, seq, tgt, 2)))
         + _head_time(m, tp, 1, tgt, False)
         + params.current().graph_launch_s
     )
@@ -364,7 +393,9 @@ def inference_rows() -> list:
                 "ms",
                 src,
                 "context 10,750 (mid-generation); weights + KV cache read once per token; "
-                "no host/scheduler overhead modeled",
+                "per token: 2 TP all-reduces per layer, on-device sampling, one graph launch; "
+                f"serving stack (optional, not in the modeled time): "
+                f"+{SERVING_PER_TOKEN_S * 1e3:.3g} ms/token in synchronous mode [ASYNC]",
             )
         )
         rows.append(

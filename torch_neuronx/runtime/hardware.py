@@ -72,6 +72,9 @@ SOURCES: dict[str, str] = {
     "NCCOM": f"{_B}/tools/neuron-sys-tools/nccom-test.html",
     "UNVERIFIED": "public benchmark write-ups without a citable URL (see note)",
     "PCIE": "https://pcisig.com/specifications (PCI Express base specification link rates)",
+    "OVERLAP": f"{_B}/neuron-runtime/explore/compute-comm-overlap.html",
+    "DDP": "https://pytorch.org/docs/stable/notes/ddp.html (gradient buckets, bucket_cap_mb=25, "
+    "all-reduce overlapped with backward)",
 }
 
 
@@ -479,8 +482,13 @@ def _from(value, unit, note, source="NCCOM") -> Fig:
 _T1 = {
     "core": (_fit(55.8 * US, "s", "2-rank all-reduce"), _fit(60.1 * G, "B/s", "2-rank all-reduce")),
     "chip": (
-        _fit(151 * US, "s", "32-rank all-gather"),
-        _fit(18.1 * G, "B/s", "32-rank all-gather"),
+        _fit(158.6 * US, "s", "32-rank all-gather, with the instance level's bus bandwidth"),
+        _fit(
+            45.0 * G,
+            "B/s",
+            "the 64-rank all-reduce over 2 instances (its bytes cross this level too); the "
+            "32-rank all-gather never reaches the bandwidth-bound regime (collective_fit.fit)",
+        ),
     ),
     "instance": (
         _fit(877 * US, "s", "64-rank all-reduce over 2 instances"),

@@ -123,10 +123,14 @@ def cmd_cost(args) -> int:
         why = why.splitlines()[0] if why else type(e).__name__  # torch's schema errors: 8 lines
         raise UsageError(f"cannot model {args.op} on {shown} ({dtype}): {why}") from None
     out = []
+    from torch_neuronx.perf import ranges
     from torch_neuronx.perf.target import for_instance
 
     for inst, lnc, c in rows:
         price = hardware.price_per_hour(inst, args.price_per_hour)
+        gen = hardware.instance(inst).generation
+        kind = "collective" if c.kind == "collective" else "kernel"
+        lo, hi = ranges.likely(c.duration, kind, gen)
         cores = for_instance(inst, lnc).cores_per_instance
         out.append(
             {
@@ -134,6 +138,9 @@ def cmd_cost(args) -> int:
                 "generation": hardware.instance(inst).generation,
                 "lnc": lnc,
                 "modeled_time_us": c.duration * 1e6,
+                # how far off the model was on published cases of this kind (perf/ranges.py)
+                "likely_time_us": [lo * 1e6, hi * 1e6],
+                "range_from": f"validation errors of {kind} work ({gen})",
                 "bound": c.bound,
                 "engine": c.engine,
                 "flops": c.flops,
@@ -192,6 +199,8 @@ def cmd_cost(args) -> int:
         print(
             f"{r['instance']}: compute {r['compute_us']:,.2f} us, memory {r['memory_us']:,.2f} us, "
             f"overhead {r['overhead_us']:,.2f} us; "
+            f"{r['modeled_time_us']:,.3g} us, likely {r['likely_time_us'][0]:,.3g}-"
+            f"{r['likely_time_us'][1]:,.3g} us (modeled; range from the {r['range_from']}); "
             + (
                 f"${usd:,.4f} per million calls (one core's share of the instance price)"
                 if usd is not None

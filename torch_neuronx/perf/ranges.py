@@ -1,0 +1,101 @@
+"""A modeled time's likely range, from the validation errors of its kind of work.
+
+The validation tables (``perf/validation.py``, ``perf/collective_validation.py``) give, per kind
+of work, the ratio modeled speed / published speed of every public reference the model never
+fitted. A modeled time ``t`` of that kind is then reported as "t, likely lo-hi (modeled)" with
+
+    lo = t x min(1, smallest ratio),   hi = t x max(1, largest ratio)
+
+(a ratio above 1 means the model was faster than the published run, so the real time is
+longer). The range says how wrong the model was on the published cases of that kind; it is not
+a statistical interval, and kinds with one or two references have wide or one-sided ranges.
+
+Kinds: ``kernel`` (single ops and kernels: the peak, bandwidth and kernel-efficiency rows),
+``training``, ``decode``, ``prefill`` (whole workloads), ``collective`` (per generation, the
+nccom-test validation set).
+"""
+
+from __future__ import annotations
+
+#: {kind: (smallest, largest) speed ratio} of the workload validation rows, as
+#: ``workload_bands()`` computes them (tests/perf/test_ranges.py checks they agree; tracing the
+#: workloads takes seconds, too slow for every ``torch-neuronx cost``)
+BANDS: dict = {
+    "kernel": (0.62, 1.09),
+    "training": (1.11, 1.11),
+    "decode": (1.59, 3.0),
+    "prefill": (0.66, 0.76),
+}
+
+KINDS = ("kernel", "training", "decode", "prefill", "collective")
+
+
+def speed_ratio(row) -> float:
+    """modeled speed / published speed of a validation row (time units are inverted)."""
+    return 1.0 / row.ratio if row.unit in ("ms", "us", "s") else row.ratio
+
+
+def workload_bands(rows=None) -> dict:
+    """{kind: (min, max) speed ratio} from the validation rows (traces the workloads)."""
+    from . import validation
+
+    rows = validation.all_rows() if rows is None else rows
+    out: dict = {}
+    for r in rows:
+        a = r.anchor.lower()
+        kind = (
+            "training"
+            if "training" in a
+            else "decode"
+            if "decode" in a
+            else "prefill"
+            if "prefill" in a
+            else "kernel"
+        )
+        s = speed_ratio(r)
+        lo, hi = out.get(kind, (s, s))
+        out[kind] = (min(lo, s), max(hi, s))
+    return {k: (round(lo, 2), round(hi, 2)) for k, (lo, hi) in out.items()}
+
+
+def collective_band(generation: str) -> tuple:
+    """(min, max) speed ratio of the nccom-test validation rows of ``generation`` (Trn3, which
+    has none, takes Trn2's)."""
+    from . import collective_data as data
+    from .collective_validation import speed_ratio as ratio
+
+    rs = [ratio(r) for r in data.VALIDATION if r.gen == generation] or [
+        ratio(r) for r in data.VALIDATION if r.gen == "trn2"
+    ]
+    return (round(min(rs), 2), round(max(rs), 2))
+
+
+def band(kind: str, generation: str = "trn2") -> tuple:
+    if kind == "collective":
+        return collective_band(generation)
+    if kind not in BANDS:
+        raise ValueError(f"unknown kind of work {kind!r}; one of {', '.join(KINDS)}")
+    return BANDS[kind]
+
+
+def likely(seconds: float, kind: str, generation: str = "trn2") -> tuple:
+    """(lo, hi) seconds: the range a modeled time of ``kind`` was off by on the published cases."""
+    lo, hi = band(kind, generation)
+    return (seconds * min(1.0, lo), seconds * max(1.0, hi))
+
+
+def _fmt(s: float) -> str:
+    if s >= 1:
+        return f"{s:.3g} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s * 1e6:.3g} us"
+
+
+def describe(seconds: float, kind: str, generation: str = "trn2") -> str:
+    """ "14.2 ms, likely 12-19 ms (modeled; kind: validation range)"."""
+    lo, hi = likely(seconds, kind, generation)
+    return (
+        f"{_fmt(seconds)}, likely {_fmt(lo)} to {_fmt(hi)} "
+        f"(modeled; range from the validation errors of {kind} work)"
+    )
