@@ -31,7 +31,7 @@ OFF = ("0", "false", "no", "off", "OFF", "False", "No")
 #: whole environment for a child process, ``dict(os.environ)``, is allowed everywhere)
 ENVIRON_USERS = {
     # saves and restores TORCHINDUCTOR_CACHE_DIR around a compile (Inductor reads it)
-    "torch_neuronx/compile/cache.py",
+    "torch_neuronx/compile/inductor_dirs.py",
     # copies the environment, less the topology variables, into a child process's
     "torch_neuronx/testing/child.py",
 }

@@ -77,8 +77,12 @@ def test_the_hand_kept_sections_of_docs_coverage_md_are_marked():
     assert [b.split(":begin", 1)[0] for b in blocks] == [
         "<!-- pytorch-tests",
         "<!-- float64-sweep",
+        "<!-- layouts",
+        "<!-- model-zoo",
     ]
     assert "\n## PyTorch's own device-generic tests" in blocks[0]
     assert "\n## float64 and complex128 (issue 13" in blocks[1]
+    assert "\n## Memory layouts (issue 26)" in blocks[2]
+    assert "model zoo" in blocks[3].lower()
     # nothing after the last block: the sweep writes the generated part before the blocks
     assert doc.read_text().rstrip("\n").endswith(blocks[-1])

@@ -425,7 +425,11 @@ def render(rep: dict) -> str:
         )
     )
     fk = rep.get("fake_projection")
-    if fk:
+    if fk and fk.get("withheld"):  # an incomplete trace: no figures to show (build/cli say why)
+        parts.append(
+            _section("fake_projection", f"<p class='fail'>Fake projection {_e(fk['withheld'])}</p>")
+        )
+    elif fk:
         lay = fk["layout"]
         parts.append(
             _section(

@@ -16,30 +16,10 @@ from __future__ import annotations
 
 import math
 
+from .collectives import LEVEL_KEY, bus_factor, levels
 from .target import for_instance
 
-#: the level key of each level name in ``collectives.levels``
-LEVEL_KEY = {
-    "cores of a chip": "core",
-    "chips of an instance": "chip",
-    "instances (EFA)": "instance",
-    "instances (UltraServer NeuronLink)": "ultraserver",
-}
-
 _REP = {"trn1": "trn1.32xlarge", "trn2": "trn2.48xlarge", "trn3": "trn3.48xlarge"}
-
-
-def bus_factor(op: str, p: int) -> float:
-    """nccom-test's algbw -> busbw factor: the share of the data each rank must move."""
-    if p <= 1:
-        return 0.0
-    if op == "all_reduce":
-        return 2.0 * (p - 1) / p
-    if op in ("all_gather", "reduce_scatter", "gather", "scatter", "all_to_all"):
-        return (p - 1) / p
-    if op == "barrier":
-        return 0.0
-    return 1.0  # send / recv / broadcast / reduce: the whole buffer crosses one link
 
 
 def placement(gen: str, ranks: int, instances: int) -> list:
@@ -50,8 +30,6 @@ def placement(gen: str, ranks: int, instances: int) -> list:
 
 
 def level_of(gen: str, ranks: int, instances: int) -> str:
-    from .collectives import levels
-
     lv = levels(placement(gen, ranks, instances), for_instance(_REP[gen]))
     return LEVEL_KEY[lv[-1].name] if lv else "local"
 

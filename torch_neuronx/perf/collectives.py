@@ -234,11 +234,32 @@ def collective_cost(
     )
 
 
+# The measured model's vocabulary, shared with its fit (perf/collective_fit.py imports it).
+#: the level key of each level name in ``collectives.levels``
+LEVEL_KEY = {
+    "cores of a chip": "core",
+    "chips of an instance": "chip",
+    "instances (EFA)": "instance",
+    "instances (UltraServer NeuronLink)": "ultraserver",
+}
+
+
+def bus_factor(op: str, p: int) -> float:
+    """nccom-test's algbw -> busbw factor: the share of the data each rank must move."""
+    if p <= 1:
+        return 0.0
+    if op == "all_reduce":
+        return 2.0 * (p - 1) / p
+    if op in ("all_gather", "reduce_scatter", "gather", "scatter", "all_to_all"):
+        return (p - 1) / p
+    if op == "barrier":
+        return 0.0
+    return 1.0  # send / recv / broadcast / reduce: the whole buffer crosses one link
+
+
 def measured_body(op: str, n: float, p: int, lv: list, target: Target) -> tuple:
     """(seconds, level key) of one collective under the measured model (no launch)."""
     from torch_neuronx.runtime.hardware import COLLECTIVE_FIT
-
-    from .collective_fit import LEVEL_KEY, bus_factor
 
     if not lv:
         return 0.0, "local"
