@@ -43,13 +43,20 @@ def _install() -> None:
         )
 
     from torch_neuronx.compile import inputs as compile_inputs
-    from torch_neuronx.eager import autograd_threads, op_policy, rnn_cells, unsupported_features
+    from torch_neuronx.eager import (
+        autograd_threads,
+        int_histc,
+        op_policy,
+        rnn_cells,
+        unsupported_features,
+    )
     from torch_neuronx.runtime import module_ties, printing
 
     printing.install()
     module_ties.install()
     unsupported_features.install()
     rnn_cells.install()
+    int_histc.install()  # integer torch.histc, as CUDA has it (MoE token counts)
     compile_inputs.install()
     autograd_threads.install()
     op_policy.push_to_driver()
