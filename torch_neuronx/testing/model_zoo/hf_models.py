@@ -95,7 +95,7 @@ def _shrink_kwargs(config_cls, default) -> dict[str, Any]:
             kw[name] = 0.0
         elif name == "depths" and isinstance(value, list | tuple):
             kw[name] = [1] * len(value)  # hierarchical vision models: one block per stage
-        elif hasattr(value, "to_dict") and hasattr(value, "model_type"):
+        elif _is_config(value):
             kw[name] = shrink_config(value)  # composite models: text/vision/audio sub-configs
     return kw
 
@@ -146,14 +146,22 @@ def _sdpa_unsupported(config) -> bool:
 
 
 def _config_value(config, name: str):
-    """`name` from the config, or else from its first sub-config that has it."""
+    """`name` from the config, or else from its first sub-config that has it: the usual
+    vision/text/audio/encoder ones first, then any other (speech models keep their sizes in
+    `encoder_config`, which the synthetic input has to follow)."""
     if hasattr(config, name):
         return getattr(config, name)
-    for sub in ("vision_config", "text_config", "audio_config", "encoder"):
+    usual = ("vision_config", "text_config", "audio_config", "encoder", "encoder_config")
+    others = [k for k, v in vars(config).items() if k not in usual and _is_config(v)]
+    for sub in (*usual, *others):
         inner = getattr(config, sub, None)
         if inner is not None and hasattr(inner, name):
             return getattr(inner, name)
     return None
+
+
+def _is_config(value) -> bool:
+    return hasattr(value, "to_dict") and hasattr(value, "model_type")
 
 
 def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
@@ -173,12 +181,40 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
     elif main == "input_features":
         bins = _config_value(config, "num_mel_bins") or _config_value(config, "feature_size") or 80
         frames = 2 * (_config_value(config, "max_source_positions") or SEQ)
-        batch["input_features"] = torch.randn(BATCH, bins, frames, generator=g)
+        shape = (BATCH, frames, bins) if _bins_last(config) else (BATCH, bins, frames)
+        batch["input_features"] = torch.randn(*shape, generator=g)
     else:
         raise ValueError(f"no synthetic input for main input {main!r}")
     if getattr(config, "is_encoder_decoder", False) and "input_ids" in batch:
         batch["decoder_input_ids"] = batch["input_ids"].clone()
+    elif "decoder_input_ids" in inspect.signature(model.forward).parameters:
+        # speech and image encoder-decoders (Whisper, Canary, ...): the decoder needs tokens
+        vocab = min(_config_value(config, "vocab_size") or _VOCAB, _VOCAB)
+        batch["decoder_input_ids"] = torch.randint(3, vocab, (BATCH, SEQ), generator=g)
     return batch
+
+
+def _bins_last(config) -> bool:
+    """Whether the model takes its features as (batch, frames, bins) (Parakeet, Cohere ASR)
+    rather than Whisper's (batch, bins, frames): asked of the model's own feature extractor
+    (its class defaults, nothing downloaded), run on a short tone with an odd bin count that
+    no frame count matches."""
+    import numpy as np
+    import transformers
+    from transformers.models.auto.feature_extraction_auto import FEATURE_EXTRACTOR_MAPPING_NAMES
+
+    name = FEATURE_EXTRACTOR_MAPPING_NAMES.get(getattr(config, "model_type", ""))
+    cls = getattr(transformers, name, None) if isinstance(name, str) else None
+    if cls is None:
+        return False
+    try:
+        fe = cls(feature_size=7)
+        rate = getattr(fe, "sampling_rate", 16000)
+        tone = np.sin(np.arange(3200, dtype=np.float32) * 0.05)
+        out = fe([tone], sampling_rate=rate, return_tensors="pt")["input_features"]
+    except Exception:  # noqa: BLE001 - an extractor that cannot run says nothing: the default
+        return False
+    return out.ndim == 3 and out.shape[-1] == 7 and out.shape[1] != 7
 
 
 def _contrastive(model, config) -> bool:
