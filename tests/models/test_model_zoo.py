@@ -144,3 +144,15 @@ def test_speech_inputs_follow_the_feature_extractor(model, bins_last):
     assert batch["decoder_input_ids"].shape == (hf_models.BATCH, hf_models.SEQ)
     with torch.no_grad():
         module(**batch, **train_check._forward_kwargs(module))  # the CPU reference runs
+
+
+# The shrink keeps size rules the default config satisfied: GPT-J's partial rotary dims fit the
+# shrunk head_dim, multimodal RoPE sections sum to half of it (both were cpu_error).
+
+
+@pytest.mark.skipif(not _HAVE_HF, reason=_NO_HF)
+@pytest.mark.parametrize("model", ["hf:gptj", "hf:cosmos3_edge"])
+def test_shrunk_config_keeps_rotary_rules(model):
+    module, batch = zoo.builder(model)()
+    with torch.no_grad():
+        module(**batch, **train_check._forward_kwargs(module))  # the CPU reference runs

@@ -51,6 +51,7 @@ _SIZES: dict[str, int] = {
     "num_local_experts": 4,
     "n_routed_experts": 4,
     "num_experts_per_tok": 2,
+    "rotary_dim": 8,  # GPT-J's partial rotary dims must fit in head_dim 16
     "image_size": 32,
     "max_source_positions": 32,
 }
@@ -110,6 +111,27 @@ def _token_ids_fit(config, vocab: int) -> bool:
     return True
 
 
+def _fit_mrope(merged: dict) -> None:
+    """Multimodal RoPE splits head_dim / 2 into sections (Qwen2-VL's `mrope_section`, e.g.
+    [24, 20, 20] of 64): scaled to the shrunk head_dim, largest remainders first."""
+    rope = merged.get("rope_parameters")
+    section = rope.get("mrope_section") if isinstance(rope, dict) else None
+    head_dim = merged.get("head_dim")
+    if not isinstance(head_dim, int):
+        heads = merged.get("num_attention_heads")
+        hidden = merged.get("hidden_size")
+        head_dim = hidden // heads if isinstance(hidden, int) and isinstance(heads, int) else None
+    if not section or not head_dim or sum(section) == head_dim // 2:
+        return
+    half, total = head_dim // 2, sum(section)
+    exact = [v * half / total for v in section]
+    fitted = [int(x) for x in exact]
+    by_remainder = sorted(range(len(exact)), key=lambda i: fitted[i] - exact[i])
+    for i in by_remainder[: half - sum(fitted)]:
+        fitted[i] += 1
+    merged["rope_parameters"] = {**rope, "mrope_section": fitted}
+
+
 def shrink_config(default):
     """A copy of the config `default` with the sizes of `_SIZES`, dropout 0 and (when every
     special token id fits) a vocabulary of `_VOCAB`."""
@@ -119,6 +141,7 @@ def shrink_config(default):
     if isinstance(vocab, int) and vocab > _VOCAB and _token_ids_fit(default, _VOCAB):
         kw["vocab_size"] = _VOCAB
     merged = {**default.to_dict(), **kw}
+    _fit_mrope(merged)
     merged.pop("model_type", None)
     merged.pop("transformers_version", None)
     return config_cls(**merged)
