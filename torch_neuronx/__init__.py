@@ -46,6 +46,7 @@ def _install() -> None:
     from torch_neuronx.eager import (
         autograd_threads,
         conv_backend,
+        int_histc,
         op_policy,
         rnn_cells,
         unsupported_features,
@@ -57,6 +58,7 @@ def _install() -> None:
     unsupported_features.install()
     conv_backend.install()
     rnn_cells.install()
+    int_histc.install()  # integer torch.histc, as CUDA has it (MoE token counts)
     compile_inputs.install()
     autograd_threads.install()
     op_policy.push_to_driver()

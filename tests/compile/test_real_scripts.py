@@ -217,3 +217,41 @@ def test_plain_torch_compile_on_neuron_names_the_neuron_backend(device):
     with pytest.raises(Exception, match=r"cannot generate code for tensors on the 'neuron'") as e:
         f(torch.randn(4, device=device))
     assert 'backend="neuron"' in str(e.value)
+
+
+def test_gpt_script_with_autocast_and_accumulation_compiles_two_graphs(device):
+    """nanoGPT train.py's full loop shape (issue 26 item 4): bfloat16 autocast on the
+    device, gradient accumulation, a learning rate set per step, clipping through a
+    (disabled) GradScaler, evaluation every other step. Two graphs (train, eval under
+    no_grad), no other recompile, no graph break: per-step host work stays what eager does."""
+    from torch._dynamo.utils import counters
+
+    cfg = GPTConfig(vocab_size=32, seq_len=8, d_model=16, n_heads=2, n_layers=2, dropout=0.1)
+    model = TinyGPT(cfg, seed=0)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    model.to(device)
+    run = torch.compile(model, backend="neuron")
+    scaler = torch.amp.GradScaler(device.type, enabled=False)  # bfloat16 needs none
+    counters.clear()
+    for step in range(4):
+        if step % 2 == 0:
+            model.eval()
+            with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16):
+                run(*make_batch(100 + step, batch_size=2, config=cfg, device=device))
+            model.train()
+        for group in opt.param_groups:
+            group["lr"] = 1e-2 * (1 - step / 8)
+        for micro in range(3):
+            idx, tgt = make_batch(10 * step + micro, batch_size=2, config=cfg, device=device)
+            with torch.autocast(device.type, dtype=torch.bfloat16):
+                _, loss = run(idx, tgt)
+            scaler.scale(loss / 3).backward()
+        scaler.unscale_(opt)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+        assert torch.isfinite(loss).item()
+    assert counters["stats"]["unique_graphs"] == 2
+    assert not counters["graph_break"]
+    assert len(get_dynamo_metrics()) == 2

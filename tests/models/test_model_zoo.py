@@ -125,3 +125,34 @@ def test_report_replaces_only_its_own_block(tmp_path):
     assert text.count(report.BEGIN) == 1 and other in text
     assert "Suite `timm` not run: needs torchvision" in text  # the caller's reason wins
     assert "| hf:a | pass |  | aten::x |" in text and "hf:b" not in text
+
+
+# The synthetic inputs follow the model: speech models get their feature layout from their own
+# feature extractor and decoder tokens (canary and cohere_asr were outside the sweep: their CPU
+# reference failed on Whisper's (batch, bins, frames) layout and on missing decoder tokens).
+
+
+@pytest.mark.skipif(not _HAVE_HF, reason=_NO_HF)
+@pytest.mark.parametrize(("model", "bins_last"), [("hf:canary", True), ("hf:whisper", False)])
+def test_speech_inputs_follow_the_feature_extractor(model, bins_last):
+    from torch_neuronx.testing.model_zoo import hf_models
+
+    module, config = hf_models.build(model.partition(":")[2])
+    batch = hf_models.inputs(module, config)
+    bins = hf_models._config_value(config, "num_mel_bins")
+    assert batch["input_features"].shape[2 if bins_last else 1] == bins
+    assert batch["decoder_input_ids"].shape == (hf_models.BATCH, hf_models.SEQ)
+    with torch.no_grad():
+        module(**batch, **train_check._forward_kwargs(module))  # the CPU reference runs
+
+
+# The shrink keeps size rules the default config satisfied: GPT-J's partial rotary dims fit the
+# shrunk head_dim, multimodal RoPE sections sum to half of it (both were cpu_error).
+
+
+@pytest.mark.skipif(not _HAVE_HF, reason=_NO_HF)
+@pytest.mark.parametrize("model", ["hf:gptj", "hf:cosmos3_edge"])
+def test_shrunk_config_keeps_rotary_rules(model):
+    module, batch = zoo.builder(model)()
+    with torch.no_grad():
+        module(**batch, **train_check._forward_kwargs(module))  # the CPU reference runs

@@ -18,7 +18,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import torch
 import torch.fx.traceback as fx_traceback
+
+from torch_neuronx.eager import int_histc
 
 from . import legality
 from .legality import DECOMPOSED_FROM
@@ -50,5 +53,14 @@ def _annotated(op, fn: Callable) -> Callable:
 def neuron_decompositions() -> dict[Any, Callable]:
     from torch._inductor.decomposition import select_decomp_table
 
-    table = select_decomp_table()
+    table = dict(select_decomp_table())
+    table[torch.ops.aten.histc.default] = _histc
     return {op: _annotated(op, fn) for op, fn in table.items()}
+
+
+def _histc(x, bins=100, min=0, max=0):
+    """Integer histc as eager runs it (eager/int_histc.py): Inductor's CPU code would call
+    CPU's kernel, which takes floating inputs only. Floating inputs keep the aten op."""
+    if x.is_floating_point() or x.is_complex() or x.dtype == torch.bool:
+        return NotImplemented
+    return int_histc.histc_int(x, bins, min, max)

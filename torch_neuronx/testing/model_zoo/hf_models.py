@@ -51,6 +51,7 @@ _SIZES: dict[str, int] = {
     "num_local_experts": 4,
     "n_routed_experts": 4,
     "num_experts_per_tok": 2,
+    "rotary_dim": 8,  # GPT-J's partial rotary dims must fit in head_dim 16
     "image_size": 32,
     "max_source_positions": 32,
 }
@@ -95,7 +96,7 @@ def _shrink_kwargs(config_cls, default) -> dict[str, Any]:
             kw[name] = 0.0
         elif name == "depths" and isinstance(value, list | tuple):
             kw[name] = [1] * len(value)  # hierarchical vision models: one block per stage
-        elif hasattr(value, "to_dict") and hasattr(value, "model_type"):
+        elif _is_config(value):
             kw[name] = shrink_config(value)  # composite models: text/vision/audio sub-configs
     return kw
 
@@ -110,6 +111,27 @@ def _token_ids_fit(config, vocab: int) -> bool:
     return True
 
 
+def _fit_mrope(merged: dict) -> None:
+    """Multimodal RoPE splits head_dim / 2 into sections (Qwen2-VL's `mrope_section`, e.g.
+    [24, 20, 20] of 64): scaled to the shrunk head_dim, largest remainders first."""
+    rope = merged.get("rope_parameters")
+    section = rope.get("mrope_section") if isinstance(rope, dict) else None
+    head_dim = merged.get("head_dim")
+    if not isinstance(head_dim, int):
+        heads = merged.get("num_attention_heads")
+        hidden = merged.get("hidden_size")
+        head_dim = hidden // heads if isinstance(hidden, int) and isinstance(heads, int) else None
+    if not section or not head_dim or sum(section) == head_dim // 2:
+        return
+    half, total = head_dim // 2, sum(section)
+    exact = [v * half / total for v in section]
+    fitted = [int(x) for x in exact]
+    by_remainder = sorted(range(len(exact)), key=lambda i: fitted[i] - exact[i])
+    for i in by_remainder[: half - sum(fitted)]:
+        fitted[i] += 1
+    merged["rope_parameters"] = {**rope, "mrope_section": fitted}
+
+
 def shrink_config(default):
     """A copy of the config `default` with the sizes of `_SIZES`, dropout 0 and (when every
     special token id fits) a vocabulary of `_VOCAB`."""
@@ -119,6 +141,7 @@ def shrink_config(default):
     if isinstance(vocab, int) and vocab > _VOCAB and _token_ids_fit(default, _VOCAB):
         kw["vocab_size"] = _VOCAB
     merged = {**default.to_dict(), **kw}
+    _fit_mrope(merged)
     merged.pop("model_type", None)
     merged.pop("transformers_version", None)
     return config_cls(**merged)
@@ -146,14 +169,22 @@ def _sdpa_unsupported(config) -> bool:
 
 
 def _config_value(config, name: str):
-    """`name` from the config, or else from its first sub-config that has it."""
+    """`name` from the config, or else from its first sub-config that has it: the usual
+    vision/text/audio/encoder ones first, then any other (speech models keep their sizes in
+    `encoder_config`, which the synthetic input has to follow)."""
     if hasattr(config, name):
         return getattr(config, name)
-    for sub in ("vision_config", "text_config", "audio_config", "encoder"):
+    usual = ("vision_config", "text_config", "audio_config", "encoder", "encoder_config")
+    others = [k for k, v in vars(config).items() if k not in usual and _is_config(v)]
+    for sub in (*usual, *others):
         inner = getattr(config, sub, None)
         if inner is not None and hasattr(inner, name):
             return getattr(inner, name)
     return None
+
+
+def _is_config(value) -> bool:
+    return hasattr(value, "to_dict") and hasattr(value, "model_type")
 
 
 def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
@@ -173,12 +204,40 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
     elif main == "input_features":
         bins = _config_value(config, "num_mel_bins") or _config_value(config, "feature_size") or 80
         frames = 2 * (_config_value(config, "max_source_positions") or SEQ)
-        batch["input_features"] = torch.randn(BATCH, bins, frames, generator=g)
+        shape = (BATCH, frames, bins) if _bins_last(config) else (BATCH, bins, frames)
+        batch["input_features"] = torch.randn(*shape, generator=g)
     else:
         raise ValueError(f"no synthetic input for main input {main!r}")
     if getattr(config, "is_encoder_decoder", False) and "input_ids" in batch:
         batch["decoder_input_ids"] = batch["input_ids"].clone()
+    elif "decoder_input_ids" in inspect.signature(model.forward).parameters:
+        # speech and image encoder-decoders (Whisper, Canary, ...): the decoder needs tokens
+        vocab = min(_config_value(config, "vocab_size") or _VOCAB, _VOCAB)
+        batch["decoder_input_ids"] = torch.randint(3, vocab, (BATCH, SEQ), generator=g)
     return batch
+
+
+def _bins_last(config) -> bool:
+    """Whether the model takes its features as (batch, frames, bins) (Parakeet, Cohere ASR)
+    rather than Whisper's (batch, bins, frames): asked of the model's own feature extractor
+    (its class defaults, nothing downloaded), run on a short tone with an odd bin count that
+    no frame count matches."""
+    import numpy as np
+    import transformers
+    from transformers.models.auto.feature_extraction_auto import FEATURE_EXTRACTOR_MAPPING_NAMES
+
+    name = FEATURE_EXTRACTOR_MAPPING_NAMES.get(getattr(config, "model_type", ""))
+    cls = getattr(transformers, name, None) if isinstance(name, str) else None
+    if cls is None:
+        return False
+    try:
+        fe = cls(feature_size=7)
+        rate = getattr(fe, "sampling_rate", 16000)
+        tone = np.sin(np.arange(3200, dtype=np.float32) * 0.05)
+        out = fe([tone], sampling_rate=rate, return_tensors="pt")["input_features"]
+    except Exception:  # noqa: BLE001 - an extractor that cannot run says nothing: the default
+        return False
+    return out.ndim == 3 and out.shape[-1] == 7 and out.shape[1] != 7
 
 
 def _contrastive(model, config) -> bool:
