@@ -2,7 +2,8 @@
 
 1. Inductor's own directories (its default ``<tempdir>/torchinductor_<user>``, whose
    precompiled headers every kernel includes) are never read: a header planted there by
-   another user never runs (compile/inductor_dirs.py).
+   another user never runs (compile/inductor_dirs.py); nor does a pickle planted where
+   Dynamo reads its profile-guided state before the backend runs (``job_id`` set).
 2. A truncated kernel with no manifest is deleted and rebuilt, not loaded (SIGBUS); a
    ``compile-<tag>`` that is a symbolic link is refused (compile/kernel_check.py,
    compile/cache_dir.py).
@@ -15,13 +16,15 @@ from __future__ import annotations
 
 import glob
 import os
+import pickle
 import shutil
 import warnings
 
 import pytest
 
-from torch_neuronx.compile import cache, cache_dir, inductor_dirs, kernel_check
+from torch_neuronx.compile import cache, cache_dir, dynamo_dirs, inductor_dirs, kernel_check
 from torch_neuronx.compile.cache_dir import UnsafeCacheDirError
+from torch_neuronx.runtime import patches
 from torch_neuronx.testing import child
 
 ROOT = os.geteuid() == 0
@@ -94,6 +97,103 @@ def test_header_planted_by_another_user_never_runs(tmp_path):
     out = child.run_ok(COMPILE, _env(tmp_path, "second"))
     assert "CACHE miss" in out, out
     assert not marker.exists(), "code planted in another user's Inductor directory ran"
+
+
+PGO_COMPILE = """
+import os, torch
+from torch._dynamo import pgo
+
+torch.compiler.config.job_id = "issue28"
+
+def f(x, w):
+    return torch.relu(x @ w).sum(dim=1) * 0.5
+
+x = (torch.arange(12.0).reshape(3, 4) / 7).to("neuron")
+w = (torch.arange(8.0).reshape(4, 2) - 3).to("neuron")
+with torch.no_grad():
+    out = torch.compile(f, backend="neuron")(x, w)
+torch.testing.assert_close(out.cpu(), f(x.cpu(), w.cpu()))
+# where Dynamo itself reads and writes the profile (the function torch_neuronx wraps)
+code_state_path = getattr(pgo.code_state_path, "__wrapped__", pgo.code_state_path)
+dynamo_path = code_state_path(pgo.get_cache_key())
+print("DYNAMO_PATH", dynamo_path)
+"""
+
+
+class _Planted:
+    """Unpickling it evaluates ``code``: writes ``marker``, then gives Dynamo an empty
+    profile (so that a process that ran it still compiles, and the marker tells)."""
+
+    def __init__(self, marker):
+        self.code = (
+            f"open({str(marker)!r}, 'w').close() or __import__('collections').defaultdict("
+            "__import__('torch._dynamo.pgo', fromlist=['CodeState']).CodeState)"
+        )
+
+    def __reduce__(self):
+        return (eval, (self.code,))
+
+
+@pytest.mark.skipif(not ROOT, reason="planting files as another user needs root (chown)")
+def test_profile_pickle_planted_by_another_user_never_runs(tmp_path):
+    """With ``torch.compiler.config.job_id`` set, Dynamo unpickles its profile-guided state
+    from ``<Inductor cache dir>/dynamo/code_state_<key>.pkl`` before the backend runs. A
+    pickle planted there (the victim's default Inductor directory, owned and writable by
+    another user) never runs: for a neuron compile Dynamo reads and writes that state in the
+    checked compile cache instead."""
+    marker = tmp_path / "planted-pickle-ran"
+    inductor = tmp_path / "tmp" / f"torchinductor_{cache_dir._user()}"
+    dynamo = inductor / "dynamo"
+    planted = dynamo / "code_state_issue28_None_.pkl"
+    os.makedirs(dynamo)
+    planted.write_bytes(pickle.dumps(_Planted(marker)))
+    for p in (inductor, dynamo, planted):
+        os.chown(p, OTHER_UID, OTHER_UID)
+        os.chmod(p, 0o777)
+    # Dynamo's default directory (TMPDIR's torchinductor_<user>), explicitly
+    env = _env(tmp_path, "pgo", TORCHINDUCTOR_CACHE_DIR=str(inductor))
+    out = child.run_ok(PGO_COMPILE, env)
+    assert f"DYNAMO_PATH {planted}" in out, out  # the pickle lies where Dynamo reads
+    assert not marker.exists(), "a pickle planted in another user's Inductor directory ran"
+    # the profile went to the checked compile cache, private like the rest of it
+    ours = glob.glob(str(tmp_path / "pgo" / "neff" / "compile-*" / "inductor" / "dynamo" / "*.pkl"))
+    assert [os.path.basename(p) for p in ours] == [planted.name], ours
+    st = os.stat(os.path.dirname(ours[0]))
+    assert st.st_uid == os.geteuid() and st.st_mode & 0o077 == 0
+    # a second process reads it back from there (and still not the planted one)
+    child.run_ok(PGO_COMPILE, env)
+    assert not marker.exists()
+
+
+def test_dynamo_caches_point_into_checked_ones_for_neuron_only(tmp_path, monkeypatch):
+    """Dynamo's profile-guided state and precompiled packages: in a checked directory while
+    it compiles for neuron, unchanged otherwise (other backends)."""
+    import torch
+    from torch._dynamo import package, pgo
+    from torch._dynamo.eval_frame import get_compiler_fn
+
+    import torch_neuronx.compile  # noqa: F401  (the backend module installs the routing)
+    from torch_neuronx.compile import backend  # noqa: F401
+
+    monkeypatch.setenv("TORCH_NEURONX_NEFF_CACHE_DIR", str(tmp_path / "neff"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert dynamo_dirs.targets_neuron(get_compiler_fn("neuron"))
+    assert dynamo_dirs.targets_neuron(torch._TorchCompileWrapper("neuron", None, None, False))
+    assert not dynamo_dirs.targets_neuron(get_compiler_fn("eager"))
+    with torch.compiler.config.patch(job_id="issue28"):
+        key = pgo.get_cache_key()
+        outside = pgo.code_state_path(key)
+        with dynamo_dirs.dynamo_region():
+            inside = pgo.code_state_path(key)
+            prefix = package.DynamoCache.path_prefix()
+    assert outside == patches.original(pgo, "code_state_path")(key)
+    expected = os.path.join(str(tmp_path / "neff"), f"compile-{cache.version_tag()}", "inductor")
+    assert inside == os.path.join(expected, "dynamo", os.path.basename(outside))
+    assert prefix == os.path.join(expected, "dynamo")
+    st = os.stat(prefix)
+    assert st.st_uid == os.geteuid() and st.st_mode & 0o077 == 0
+    assert package.DynamoCache.path_prefix() != prefix  # outside the region: Dynamo's own
+    assert not dynamo_dirs.in_dynamo_region()
 
 
 def test_host_directory_of_another_user_is_not_used(tmp_path, monkeypatch):

@@ -37,12 +37,26 @@ from torch._subclasses.fake_tensor import FakeTensor
 
 from torch_neuronx.runtime.host import host_alias
 
-from . import aot_cache, artifacts, cache, config, dynamo_metrics, inputs, legality, perf_plan
+from . import (
+    aot_cache,
+    artifacts,
+    cache,
+    config,
+    dynamo_dirs,
+    dynamo_metrics,
+    inputs,
+    legality,
+    perf_plan,
+)
 from .decompositions import neuron_decompositions
 from .executable import _DeviceExecutable, _loading
 from .legality import NeuronCompileError
 
 log = logging.getLogger("torch_neuronx.compile")
+
+# Dynamo's own caches read before this backend runs (profile-guided state, precompiled
+# packages; pickles) come from checked private directories when it compiles for neuron
+dynamo_dirs.install()
 
 __all__ = ["neuron_backend", "NeuronCompileError"]
 

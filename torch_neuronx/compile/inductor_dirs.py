@@ -17,6 +17,8 @@ at import), which every kernel includes. So during a neuron compile:
   the process (runtime/patches.py lists it), and Inductor's memo of built headers is cleared
   whenever that directory changes, so no header path from elsewhere is reused.
 
+Dynamo's own caches, read before the backend runs, are routed by dynamo_dirs.py.
+
 Kernels that fail to load are handled by kernel_check.py.
 """
 

@@ -175,7 +175,11 @@ def compile(model=None, **kwargs):
         return lambda m: compile(m, **kwargs)
     if not _is_neuron_backend(kwargs.get("backend")):
         return _torch_compile(model, **kwargs)
-    out = _torch_compile(model, **static_shapes(kwargs))
+    from . import dynamo_dirs
+
+    # with caching_precompile Dynamo loads a precompiled package (a pickle) while wrapping
+    with dynamo_dirs.dynamo_region():
+        out = _torch_compile(model, **static_shapes(kwargs))
     if isinstance(out, torch.nn.Module):
         out.register_forward_pre_hook(_module_pre_hook, with_kwargs=True)
         return out
