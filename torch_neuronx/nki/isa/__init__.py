@@ -12,7 +12,8 @@ memset), ``matmul`` (Tensor Engine: matmul, transpose), ``vector_alu`` (element-
 sequence_bounds), ``shuffle`` (nc_stream_shuffle), ``activate2`` (NeuronCore-v4 activation with
 two ALU stages, nl.prelu), ``gather`` (nc_n_gather, local_gather, topk), ``statistics``
 (batch-norm), ``scans`` (tensor-tensor scan, cumulative), ``top8`` (max8, find/replace
-index8), ``accumulators`` (the engines' reduce registers), ``unsupported`` (documented
+index8), ``accumulators`` (the engines' reduce registers), ``registers`` (sequencer registers,
+dma_compute, core_barrier, sendrecv), ``unsupported`` (documented
 names that are not simulated). What every instruction does around its math (operand checks,
 cost record) is in ``nki/isa_common.py``.
 """
@@ -44,12 +45,22 @@ from .matmul import nc_matmul, nc_transpose
 from .patterns import affine_select, iota, range_select, select_reduce
 from .prng import rand2, rand_get_state, rand_set_state, rng, set_rng_seed
 from .random import dropout
+from .registers import (  # noqa: F401
+    VirtualRegister,
+    core_barrier,
+    dma_compute,
+    register_alloc,
+    register_load,
+    register_move,
+    register_store,
+    sendrecv,
+)
 from .scans import tensor_scalar_cumulative, tensor_tensor_scan
 from .segments import nonzero_with_count, sequence_bounds
 from .shuffle import nc_stream_shuffle
 from .statistics import bn_aggr, bn_stats
 from .top8 import max8, nc_find_index8, nc_match_replace8
-from .unsupported import NOT_SIMULATED, NkiInstruction, VirtualRegister  # noqa: F401
+from .unsupported import NOT_SIMULATED, NkiInstruction  # noqa: F401
 from .vector_alu import (
     scalar_tensor_tensor,
     tensor_partition_reduce,
@@ -113,4 +124,11 @@ __all__ = [
     "set_rng_seed",
     "rand_set_state",
     "rand_get_state",
+    "register_alloc",
+    "register_move",
+    "register_load",
+    "register_store",
+    "dma_compute",
+    "core_barrier",
+    "sendrecv",
 ]

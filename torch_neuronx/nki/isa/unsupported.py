@@ -25,22 +25,8 @@ NOT_SIMULATED = {
     for _n, _why in [
         ("nc_matmul_mx", " (MXFP8/MXFP4 on NeuronCore-v4)"),
         ("quantize_mx", " (MX quantisation)"),
-        ("dma_compute", ""),
-        ("register_alloc", " (dynamic control flow with registers)"),
-        ("register_load", ""),
-        ("register_move", ""),
-        ("register_store", ""),
-        ("core_barrier", " (SPMD programs run one after another)"),
-        ("sendrecv", ""),
     ]
 }
-
-
-class VirtualRegister:
-    """An engine register (dynamic control flow); not simulated."""
-
-    def __init__(self, *a, **k):
-        raise NkiUnsupportedError("nki.isa.VirtualRegister (dynamic control flow) is not simulated")
 
 
 class NkiInstruction:

@@ -8,12 +8,28 @@ import contextlib
 import math
 
 from .. import dtypes, execution
-from ..errors import NkiUnsupportedError, fail
+from ..errors import fail
+
+_MAX_DYNAMIC_ITERATIONS = 10_000_000  # a while_loop past this is reported as not ending
 
 
-def _range(start, stop, step):
+def _dynamic(v, what):
+    """A register bound's value (None: unknown in a shapes-only run)."""
+    from ..isa.registers import VirtualRegister
+
+    if isinstance(v, VirtualRegister):
+        return v.get(what)
+    return v
+
+
+def _range(start, stop, step, registers=False):
     if stop is None:
         start, stop = 0, start
+    if registers:
+        vals = [_dynamic(v, "nl.dynamic_range: a register bound") for v in (start, stop, step)]
+        if None in vals:  # shapes only: the bound is data; run the body once
+            return range(1)
+        start, stop, step = vals
     for v in (start, stop, step):
         if not isinstance(v, int):
             fail(
@@ -39,22 +55,48 @@ def static_range(start, stop=None, step=1):
 
 
 def dynamic_range(start, stop=None, step=1):
-    """An on-device loop; with integer bounds the simulator runs it like ``range``."""
-    return _range(start, stop, step)
+    """An on-device loop; bounds are integers or registers (``nisa.register_alloc``), whose
+    values at the loop's start are read, as the engine sequencers read them."""
+    return _range(start, stop, step, registers=True)
 
 
-def fori_loop(lower, upper, body_fun, step=1):
-    for i in _range(lower, upper, step):
+def fori_loop(lower, upper, body_fun, step=1, unroll=False):
+    for i in _range(lower, upper, step, registers=True):
         body_fun(i)
 
 
 def while_loop(init, body_fun):
-    raise NkiUnsupportedError(
-        "nl.while_loop needs device registers (dynamic control flow), which are not simulated"
-    )
+    """``r = init; while r != 0: r = body_fun(r)``: the condition register is checked before
+    each iteration; the body receives a copy of it and returns the next condition register
+    (AWS page: nki.language.while_loop). In a shapes-only run a condition loaded from memory
+    is unknown: the body runs once."""
+    from ..isa.registers import VirtualRegister
 
-
-while_loop.not_simulated = True  # read by the generated coverage table
+    if not isinstance(init, VirtualRegister):
+        fail(f"nl.while_loop: init must be a register (nisa.register_alloc), got {init!r}")
+    r = init
+    n = 0
+    while True:
+        v = r.get("nl.while_loop: the condition register")
+        if v is None:  # shapes only
+            if n:
+                return None
+        elif v == 0:
+            return None
+        n += 1
+        if n > _MAX_DYNAMIC_ITERATIONS:
+            fail(
+                f"nl.while_loop ran {_MAX_DYNAMIC_ITERATIONS} iterations without its condition "
+                f"register becoming 0; the kernel's loop does not end"
+            )
+        copy = VirtualRegister(v)
+        copy.loaded = r.loaded
+        r = body_fun(copy)
+        if not isinstance(r, VirtualRegister):
+            fail(
+                f"nl.while_loop: body_fun must return the next condition register, got "
+                f"{type(r).__name__} ({r!r})"
+            )
 
 
 def program_id(axis=0) -> int:

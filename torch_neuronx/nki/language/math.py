@@ -15,7 +15,7 @@ import torch
 
 from .. import dtypes, execution, isa
 from ..alloc import ndarray as _alloc
-from ..errors import NkiUnsupportedError, fail
+from ..errors import fail
 from ..indexed import IndexedTensor
 from ..indexing import mask_tensor
 from ..ops import ARITH, BITVEC, CMP, LOGICAL, OPS
@@ -299,11 +299,26 @@ def dropout(x, rate, dtype=None, mask=None):
     return cast
 
 
-def gather_flattened(data, indices, axis=0, dtype=None):
-    raise NkiUnsupportedError("nl.gather_flattened is not simulated")
-
-
-gather_flattened.not_simulated = True  # read by the generated coverage table
+def gather_flattened(data, indices, axis=0, dtype=None, mask=None):
+    """``out[p, ...] = data[p].flatten()[indices[p, ...]]``: one ``nisa.nc_n_gather`` (its
+    rules: SBUF tiles, uint32 indices, in-range indices); the result has the shape of
+    ``indices``. ``axis`` must be 0, the only value AWS's page shows: the gather is always
+    within each partition over the flattened free dims."""
+    _on_chip(data, "gather_flattened")
+    if mask is not None:
+        fail("nl.gather_flattened: mask= is not supported; slice the tiles instead")
+    if axis != 0:
+        fail(
+            f"nl.gather_flattened: axis={axis!r}; only axis=0 is defined (each partition "
+            f"gathers from its own flattened free dims)"
+        )
+    out = _alloc(indices.shape, data.dtype, sbuf)
+    isa.nc_n_gather(dst=out, data=data, indices=indices)
+    if dtype is None or dtypes.normalize(dtype) == dtypes.normalize(data.dtype):
+        return out
+    cast = _alloc(indices.shape, dtype, sbuf)
+    isa.tensor_copy(dst=cast, src=out)
+    return cast
 
 
 def prelu(x, alpha=0.0, dtype=None, mask=None):

@@ -1,0 +1,214 @@
+"""Sequencer registers (register_alloc/move/load/store), register-bounded loops
+(nl.while_loop, nl.dynamic_range), nl.gather_flattened, nisa.dma_compute and the LNC pair's
+core_barrier / sendrecv, against PyTorch (float32 and bfloat16), and their rules."""
+
+import pytest
+import torch
+from nki_testing import on_dev, tile_kernel
+
+import torch_neuronx.nki.isa as nisa
+import torch_neuronx.nki.language as nl
+from torch_neuronx import nki
+from torch_neuronx.nki.errors import NkiUnsupportedError
+
+
+def _count(n):
+    return torch.tensor([[n]], dtype=torch.int32)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_while_loop_runs_until_the_register_is_zero(dtype):
+    """acc += x once per iteration of a loop whose count is data (loaded into a register)."""
+
+    @nki.jit
+    def kernel(x, count):
+        xt = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=xt, src=x)
+        acc = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=acc, value=0.0)
+        c = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=c, src=count)
+        one = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.memset(dst=one, value=1)
+        reg = nisa.register_alloc()
+        nisa.register_load(reg, c)
+
+        def body(r):
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=xt, op=nl.add)
+            nisa.tensor_tensor(dst=c, data1=c, data2=one, op=nl.subtract)
+            nxt = nisa.register_alloc()
+            nisa.register_load(nxt, c)
+            return nxt
+
+        nl.while_loop(reg, body)
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        res = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=res, src=acc)
+        nisa.dma_copy(dst=out, src=res)
+        return out
+
+    x = torch.randn(32, 16).to(dtype)
+    for n in (0, 1, 5):
+        out = kernel(*on_dev(x, _count(n))).cpu()
+        ref = (x.float() * n).to(dtype)
+        torch.testing.assert_close(
+            out, ref, rtol=1e-2 if dtype is torch.bfloat16 else 1e-5, atol=1e-2
+        )
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_dynamic_range_with_a_register_bound(dtype):
+    @nki.jit
+    def kernel(x, count):
+        c = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=c, src=count)
+        n = nisa.register_alloc(c)  # register_alloc with a tensor loads it
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        for _ in nl.dynamic_range(n):
+            nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    x = torch.randn(16, 8).to(dtype)
+    out = kernel(*on_dev(x, _count(3))).cpu()
+    torch.testing.assert_close(out, x * 8)
+
+
+def test_register_move_store_roundtrip():
+    @nki.jit
+    def kernel(x):
+        a = nisa.register_alloc(7)
+        b = nisa.register_alloc()
+        nisa.register_move(b, a)
+        out = nl.ndarray((1, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.register_store(out[0:1, 0:1], b)
+        nisa.register_move(b, -3)
+        nisa.register_store(out[0:1, 1:2], b)
+        return out
+
+    out = kernel(*on_dev(torch.zeros(1, 1))).cpu()
+    assert out.tolist() == [[7.0, -3.0]]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gather_flattened_matches_take_along_axis(dtype):
+    data = torch.randn(16, 4, 8).to(dtype)
+    idx = torch.randint(0, 32, (16, 2, 5))
+
+    def body(d, i):
+        return nl.gather_flattened(d, i)
+
+    out = tile_kernel(body)(*on_dev(data, idx.to(torch.uint32))).cpu()
+    ref = data.reshape(16, -1).gather(1, idx.reshape(16, -1)).reshape(16, 2, 5)
+    assert torch.equal(out, ref)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_dma_compute_adds_its_sources_in_float32(dtype):
+    @nki.jit
+    def kernel(a, b, c):
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_compute(dst=out, srcs=[t, b, c], reduce_op=nl.add)
+        return out
+
+    a, b, c = (torch.randn(32, 64).to(dtype) for _ in range(3))
+    out = kernel(*on_dev(a, b, c)).cpu()
+    ref = (a.float() + b.float() + c.float()).to(dtype)
+    torch.testing.assert_close(out, ref)
+
+
+def test_core_barrier_between_spmd_programs():
+    """Each program writes its half of a shared HBM tensor, meets the barrier, then reads
+    its own half back doubled (what the barrier protects on hardware)."""
+
+    @nki.jit
+    def kernel(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        pid = nl.program_id(0)
+        rows = slice(pid * 16, pid * 16 + 16)
+        t = nl.ndarray((16, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[rows, :])
+        nisa.dma_copy(dst=out[rows, :], src=t)
+        nisa.core_barrier(out, (0, 1))
+        nisa.dma_compute(dst=out[rows, :], srcs=[out[rows, :], t], reduce_op=nl.add)
+        return out
+
+    x = torch.randn(32, 8)
+    out = kernel[2](*on_dev(x)).cpu()
+    torch.testing.assert_close(out, 2 * x)
+
+
+# ---- rules
+def _raises(kernel, *inputs, match, cls=nki.NkiValidationError):
+    with pytest.raises(cls, match=match) as e:
+        nki.jit(kernel)(*on_dev(*inputs))
+    assert "test_isa_registers.py" in str(e.value)  # names the kernel line
+    return str(e.value)
+
+
+def test_register_rules():
+    def two_elements(a):
+        t = nl.ndarray((1, 2), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.register_load(nisa.register_alloc(), t)
+
+    _raises(two_elements, torch.zeros(1, 1), match="exactly one element")
+
+    def uninitialised(a):
+        r = nisa.register_alloc()
+        for _ in nl.dynamic_range(r):
+            pass
+
+    _raises(uninitialised, torch.zeros(1, 1), match="never written")
+
+    def not_a_register(a):
+        nl.while_loop(nisa.register_alloc(1), lambda r: 0)
+
+    _raises(not_a_register, torch.zeros(1, 1), match="must return the next condition register")
+
+    def float_move(a):
+        nisa.register_move(nisa.register_alloc(), 1.5)
+
+    _raises(float_move, torch.zeros(1, 1), match="compile-time integer")
+
+
+def test_gather_dma_compute_and_lnc_rules():
+    def bad_axis(a):
+        t = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf)
+        i = nl.ndarray((4, 2), dtype=nl.uint32, buffer=nl.sbuf)
+        nl.gather_flattened(t, i, axis=1)
+
+    _raises(bad_axis, torch.zeros(1, 1), match="only axis=0")
+
+    def bad_scale(a):
+        t = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_compute(dst=t, srcs=[t, t], reduce_op=nl.add, scales=[1.0, 2.0])
+
+    _raises(bad_scale, torch.zeros(1, 1), match="scales of 1.0")
+
+    def bad_op(a):
+        t = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_compute(dst=t, srcs=[t], reduce_op=nl.multiply)
+
+    _raises(bad_op, torch.zeros(1, 1), match="must be nl.add")
+
+    def barrier_on_sbuf(a):
+        t = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.core_barrier(t, (0, 1))
+
+    _raises(barrier_on_sbuf, torch.zeros(1, 1), match="shared HBM")
+
+    def barrier_cores(a):
+        nisa.core_barrier(a, (0, 2))
+
+    _raises(barrier_cores, torch.zeros(1, 1), match=r"cores=\(0, 1\)")
+
+    def exchange(a):
+        t = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.sendrecv(src=t, dst=t, send_to_rank=1, recv_from_rank=1, pipe_id=0)
+
+    msg = _raises(exchange, torch.zeros(1, 1), match="one after another", cls=NkiUnsupportedError)
+    assert "shared_hbm" in msg
