@@ -116,3 +116,50 @@ def test_functional_collectives_in_a_graph_are_costed_by_the_collective_model():
     # no process group "0" here: the model falls back to ranks 0..1 (two cores of one chip)
     expect = collectives.collective_cost("all_reduce", 4 << 20, [0, 1], tgt, in_graph=True)
     assert cost.duration == pytest.approx(expect.duration) and cost.kind == "collective"
+
+
+def _unrolled(x):
+    # a loop-unrolled graph: 50 iterations of 4 ops, one fused kernel of 200 ops; each
+    # iteration normalises by a whole-tensor reduction, so the kernel cannot be tiled by rows
+    for _ in range(50):
+        x = torch.sin(x) * (1.0 / x.abs().sum())
+    return x
+
+
+def _unrolled_rows(x):  # the same chain with row-local reductions: tiled over rows, fits
+    for _ in range(50):
+        x = torch.sin(x) * (1.0 / x.abs().sum(-1, keepdim=True))
+    return x
+
+
+def test_unrolled_chain_larger_than_sbuf_pays_its_spills():
+    big = int(4 * CORE.sbuf // 4)  # fp32 elements: 4 x SBUF per live tensor
+    plan = _plan(_unrolled, (big // 1024, 1024))
+    fused = [w for w in plan.works if len(w.ops) > 1]
+    assert len(fused) == 1 and len(fused[0].ops) >= 200
+    (w,) = fused
+    tensor = 4.0 * big
+    spill = roofline.spill_bytes(w, CORE)
+    # every boundary keeps at least one tensor of 4 x SBUF live: at least 3 x SBUF spills there
+    assert spill >= 2 * (len(w.ops) - 1) * (tensor - CORE.sbuf)
+    cost = plan.costs(CORE)[1 + plan.works.index(w)]
+    assert cost.bytes == w.bytes + spill
+    assert cost.memory_s >= roofline.memory_time(CORE, spill)
+    # no longer one SBUF-resident kernel: at least 100x the HBM time of reading x + writing out
+    assert cost.duration > 100 * roofline.memory_time(CORE, w.bytes)
+    assert "spills" in cost.detail
+    rows = _plan(_unrolled_rows, (big // 1024, 1024))
+    (w,) = [w for w in rows.works if len(w.ops) > 1]
+    assert max(w.live) <= CORE.sbuf and roofline.spill_bytes(w, CORE) == 0.0
+
+
+def test_small_chain_that_fits_in_sbuf_is_unchanged():
+    plan = _plan(_chain, (N,))  # 16 MiB fp32 tensors, fewer than SBUF at each boundary
+    (w,) = plan.works
+    assert w.live and max(w.live) <= CORE.sbuf
+    assert roofline.spill_bytes(w, CORE) == 0.0
+    import dataclasses
+
+    before = roofline.cost_of(dataclasses.replace(w, live=()), CORE, in_graph=True)
+    after = roofline.cost_of(w, CORE, in_graph=True)
+    assert after.duration == before.duration and after.bytes == before.bytes == 2 * 4 * N

@@ -19,7 +19,7 @@ Ordinary idioms are handled: ``torch.device("neuron")`` and ``device="neuron"`` 
 dtype, and its swap path refuses fake parameters; the session's ``Module._apply`` replaces each
 parameter with a new one instead, keeping shared parameters shared), optimizers (their ``step()`` ends the traced
 step), and ``torch.compile`` (returns the function unchanged: the projection of a compiled
-step models the same ops as kernels of one graph, ``compiled_step_s``).
+step models the ops as the compiled-graph planner plans them, ``compiled_step_s``).
 """
 
 from __future__ import annotations
@@ -27,11 +27,13 @@ from __future__ import annotations
 import collections
 import contextlib
 import math
+import operator
 import weakref
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.weak import WeakTensorKeyDictionary
 
 from torch_neuronx.eager.op_policy import engine_for, is_data_dependent
 from torch_neuronx.perf import events as ev
@@ -65,6 +67,79 @@ class FakeStepRecorder(TorchDispatchMode):
         # set when the traced step's optimizer step ran: reads of values (logging) still run and
         # are reported; the next step's first device op ends the trace
         self.stop_at_next_step = False
+        # the step as ATen graphs for the compiled-graph planner: [model (forward + backward),
+        # optimizer]; tensors map to the node that last produced them
+        self.graphs: list = [torch.fx.Graph()]
+        self._node = WeakTensorKeyDictionary()
+        self._alive: list = []  # (node, weakref to its tensor) of the current graph
+
+    def begin_optimizer(self) -> None:
+        """The optimizer's step starts: its ops form a second graph, paid once per step."""
+        if self.recording and len(self.graphs) == 1:
+            self._close_graph()
+            self.graphs.append(torch.fx.Graph())
+
+    def _close_graph(self) -> None:
+        g = self.graphs[-1]
+        outs = [n for n, r in self._alive if (t := r()) is not None and self._node.get(t) is n]
+        g.output(tuple(outs))
+        self._node = WeakTensorKeyDictionary()
+        self._alive = []
+
+    def _meta(self, t):
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+        with unset_fake_temporarily():
+            return torch.empty(t.shape, dtype=t.dtype, device="meta")
+
+    def _add_node(self, func, args, kwargs, out) -> None:
+        from torch.utils import _pytree
+
+        g = self.graphs[-1]
+
+        def arg(a):
+            if not isinstance(a, torch.Tensor):
+                return a
+            n = self._node.get(a)
+            if n is None:
+                n = g.placeholder(f"in{len(g.nodes)}")
+                n.meta["val"] = self._meta(a)
+                self._node[a] = n
+            return n
+
+        a2, k2 = _pytree.tree_map(arg, (tuple(args), dict(kwargs)))
+        node = g.call_function(func, a2, k2)
+        if isinstance(out, torch.Tensor):
+            node.meta["val"] = self._meta(out)
+            self._node[out], pairs = node, [(node, out)]
+        elif isinstance(out, (list, tuple)):
+            node.meta["val"] = tuple(
+                self._meta(t) if isinstance(t, torch.Tensor) else t for t in out
+            )
+            pairs = []
+            for i, t in enumerate(out):
+                if isinstance(t, torch.Tensor):
+                    gi = g.call_function(operator.getitem, (node, i))
+                    gi.meta["val"] = node.meta["val"][i]
+                    self._node[t] = gi
+                    pairs.append((gi, t))
+        else:
+            node.meta["val"] = out
+            pairs = []
+        self._alive.extend((n, weakref.ref(t)) for n, t in pairs)
+
+    def graph_plans(self) -> list:
+        """The traced step's compiled-graph plans (perf/graph.py): model, then optimizer."""
+        from torch_neuronx.perf import graph as perf_graph
+
+        if self._alive or not any(n.op == "output" for n in self.graphs[-1].nodes):
+            self._close_graph()
+        names = ("fake step: model", "fake step: optimizer")
+        return [
+            perf_graph.plan_graph(torch.fx.GraphModule({}, g), names[i], engine_for)
+            for i, g in enumerate(self.graphs)
+            if any(n.op == "call_function" for n in g.nodes)
+        ]
 
     def end_step(self) -> None:
         self.recording = False
@@ -123,6 +198,14 @@ class FakeStepRecorder(TorchDispatchMode):
             not (self.recording and on_neuron) or func.namespace != "aten"
         ):  # prim::device etc.: no work
             return out
+        host_copy = name in ("aten::_to_copy", "aten::copy_", "aten::_copy_from") and any(
+            isinstance(a, torch.Tensor) and a.device.type != "neuron" for a in args
+        )
+        if not host_copy:  # a copy from the host is an input of the compiled graph
+            try:
+                self._add_node(func, args, kwargs, out)
+            except Exception:  # noqa: BLE001 - the graph is a model; the eager count stands
+                pass
         self.ops += 1
         if is_data_dependent(name):
             self.data_dependence[user_site(3)] += 1
@@ -149,6 +232,8 @@ def fake_session():
         if model is None:
             return lambda m: m
         return model
+
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
 
     rec = FakeStepRecorder()
     depth = [0]
@@ -206,7 +291,11 @@ def fake_session():
         FakeTensorMode(allow_non_fake_inputs=True),
         rec,
     ):
-        yield rec
+        hook = register_optimizer_step_pre_hook(lambda opt, a, k: rec.begin_optimizer())
+        try:
+            yield rec
+        finally:
+            hook.remove()
 
 
 def project(
@@ -230,17 +319,24 @@ def project(
     per_core_mem = pgo / (dp * tp) + activations / tp
     param_bytes = static.get("parameters", 0)
     rows = []
+    try:
+        plans = rec.graph_plans()
+    except Exception:  # noqa: BLE001 - no plan: the ops are costed as unfused kernels
+        plans = []
     for p in profiles:
         t_eager = (
             sum(roofline.cost_of(w, p.target.core, in_graph=False).duration for w in rec.works) / tp
         )
-        t_graph = (
-            sum(
-                roofline.cost_of(_as_kernel(w), p.target.core, in_graph=True).duration
-                for w in rec.works
+        if plans:  # the compiled-graph planner (perf/graph.py), the optimizer's graph once
+            t_graph = sum(pl.duration(p.target.core) for pl in plans) / tp
+        else:
+            t_graph = (
+                sum(
+                    roofline.cost_of(_as_kernel(w), p.target.core, in_graph=True).duration
+                    for w in rec.works
+                )
+                / tp
             )
-            / tp
-        )
         world = dp * tp
         # FSDP: all-gather parameters (forward and backward), reduce-scatter gradients; issued
         # per unit and prefetched, so they overlap the compute (perf/overlap.py's rule: all but
@@ -301,8 +397,9 @@ def project(
         "fallback_ops": dict(rec.fallbacks),
         "assumptions": [
             "One training step traced with fake tensors; no value was computed (reads of device values return a placeholder: False or 1).",
-            "Modeled time per profile: eager = every op costed as an eager launch; compiled_step_s = the same ops as "
-            "kernels of one graph. Divided by the tensor-parallel degree; FSDP adds an all-gather of the "
+            "Modeled time per profile: eager = every op costed as an eager launch; compiled_step_s = the traced "
+            "step planned by the compiled-graph planner (perf/graph.py, the same plan torch.compile's graphs get): "
+            "forward + backward as one graph, the optimizer's step as a second graph, paid once per step. Divided by the tensor-parallel degree; FSDP adds an all-gather of the "
             "parameters (forward and backward) and a reduce-scatter of the gradients; tensor parallelism adds an "
             "approximate all-reduce cost, blocking. The FSDP collectives overlap the compute, all but the last "
             "(torch_neuronx.perf.overlap, docs/perf-model.md 'Overlap').",

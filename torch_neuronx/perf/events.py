@@ -47,6 +47,9 @@ class Work:
     ops: tuple = ()  # member ops of a fused kernel
     shapes: str = ""
     group: str = ""  # a collective inside a compiled graph: its process group's name
+    # a fused kernel: bytes of intermediates live on chip between consecutive member ops
+    # (perf/graph.py); what exceeds the core's SBUF spills through HBM (roofline.spill_bytes)
+    live: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,8 +13,18 @@ compiles (the same graph neuronx-cc would receive):
   feed each other fuse (a path through a TensorE op always raises the stage);
 - a fused kernel reads each tensor it takes from outside once and writes only the tensors used
   outside it (by another kernel or as graph outputs); everything else stays on chip (SBUF).
-  ASSUMPTION: SBUF always has room (no spills) — the plan is an upper bound on the benefit of
-  fusion;
+  Each fused kernel records its working set (``Work.live``): at every boundary between two of
+  its member ops, the bytes of the intermediates produced inside it and still needed by a later
+  member. Where that exceeds the logical core's SBUF, the excess spills: it is written to HBM
+  and read back, at each such boundary (``roofline.spill_bytes``; ASSUMPTION: no re-tiling of
+  the kernel to fit). A loop-unrolled chain over tensors larger than SBUF thus pays HBM traffic
+  per op, as unfused; a kernel that fits pays nothing more. Tensors read from outside are
+  streamed and not counted in the working set. A kernel whose every op is row-local along the
+  leading dimension of its largest output (element-wise ops, reductions over trailing dims:
+  RMSNorm, softmax, an element-wise chain) is tiled by the compiler over that dimension, in
+  tiles of 128 rows (one per SBUF partition, all generations [NKI1-3]); its working set is that
+  of one tile. A kernel with a reduction across rows (a whole-tensor sum, a weight gradient)
+  keeps whole tensors live;
 - views, reshapes and ``getitem`` cost nothing (metadata only); a view of an outside tensor
   is read at the smaller of the two sizes (a slice reads only its part);
 - a functional collective (``_c10d_functional.all_reduce`` ...) is one kernel costed by the
@@ -46,6 +56,9 @@ from . import roofline
 from . import work as wk
 
 _VIEW_FUNCTIONS = {operator.getitem}
+#: SBUF partitions of a NeuronCore (128 on every generation [NKI1, NKI2, NKI3]): the row tile
+#: of a row-local fused kernel
+_PARTITIONS = 128
 
 
 def _hint(s) -> int:
@@ -237,6 +250,56 @@ def plan_graph(
                 return True
         return False
 
+    def users_in(n, members: set, out: list) -> list:
+        for u in n.users:
+            if kind.get(u) == "view":
+                users_in(u, members, out)
+            elif u in members:
+                out.append(u)
+        return out
+
+    def _working_set(members: list, mset: set) -> tuple:
+        """Live intermediate bytes at each boundary between consecutive members."""
+        if len(members) < 2:
+            return ()
+        pos = {m: i for i, m in enumerate(members)}
+        delta = [0.0] * len(members)
+        for i, m in enumerate(members):
+            last = max((pos[u] for u in users_in(m, mset, [])), default=i)
+            if last > i:  # live across boundaries i .. last-1
+                size = _size(val.get(m))
+                delta[i] += size
+                delta[last] -= size
+        live, run = [], 0.0
+        for d in delta[:-1]:
+            run += d
+            live.append(run)
+        if not any(live):
+            return ()
+        rows = _row_tiles(members)
+        return tuple(x * min(1.0, _PARTITIONS / rows) for x in live) if rows else tuple(live)
+
+    def _row_tiles(members: list) -> int:
+        """The leading extent the kernel can be tiled over (0: not row-local)."""
+        outs = [t for m in members for t in wk.tensors_in((val.get(m),))]
+        big = max(outs, key=lambda t: t.numel(), default=None)
+        if big is None or big.dim() == 0:
+            return 0
+        nd, rows = big.dim(), int(big.shape[0])
+
+        def has_rows(t) -> bool:
+            return t.dim() == nd and int(t.shape[0]) == rows
+
+        for m in members:
+            ins = [
+                t for a in m.all_input_nodes for t in wk.tensors_in((val.get(a), val.get(src(a))))
+            ]
+            if not any(has_rows(t) for t in ins):
+                continue  # a side computation on small tensors (a weight, a scalar)
+            if not all(has_rows(t) for t in wk.tensors_in((val.get(m),))):
+                return 0  # reduces or permutes across rows
+        return rows
+
     works: list = []
     first_of: dict = {}
     for n in nodes:
@@ -296,6 +359,7 @@ def plan_graph(
             if short not in names:
                 names.append(short)
         writes = sum(_size(val.get(m)) for m in members if used_outside(m, mset))
+        live = _working_set(members, mset)
         by_engine: dict = {}
         for e, elements, _, _ in elem:
             by_engine[e] = by_engine.get(e, 0.0) + elements
@@ -319,6 +383,7 @@ def plan_graph(
             elem_work=tuple(elem),
             ops=tuple(op_name(m.target) for m in members),
             shapes="x".join(str(int(d)) for d in big.shape) if big is not None else "",
+            live=live,
         )
         first_of[members[0]] = len(works)
         works.append(w)

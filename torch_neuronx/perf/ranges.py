@@ -22,7 +22,7 @@ from __future__ import annotations
 #: workloads takes seconds, too slow for every ``torch-neuronx cost``)
 BANDS: dict = {
     "kernel": (0.62, 1.09),
-    "training": (1.11, 1.11),
+    "training": (1.10, 1.10),
     "decode": (1.59, 3.0),
     "prefill": (0.66, 0.76),
 }

@@ -119,6 +119,17 @@ def memory_time(core: LogicalCore, nbytes: float) -> float:
     return nbytes / (core.hbm_bw * _params.current().hbm_efficiency)
 
 
+def spill_bytes(work: ev.Work, core: LogicalCore) -> float:
+    """HBM bytes a fused kernel spills: at each boundary between its member ops, the live
+    intermediates beyond the logical core's SBUF are written to HBM and read back (2 x the
+    excess). ASSUMPTION: the compiler keeps each live intermediate whole (no re-tiling of the
+    kernel to fit), so what does not fit crosses HBM once each way per boundary."""
+    if not work.live:
+        return 0.0
+    cap = float(core.sbuf)
+    return 2.0 * sum(max(0.0, live - cap) for live in work.live)
+
+
 def cost_of(work: ev.Work, core: LogicalCore, *, in_graph: bool = False) -> ev.Cost:
     """The modeled cost of ``work`` as an eager op (``in_graph=False``) or as one kernel of a
     compiled graph."""
@@ -128,7 +139,8 @@ def cost_of(work: ev.Work, core: LogicalCore, *, in_graph: bool = False) -> ev.C
         busy[Engine.tensor] = tensor_time(core, work)
     busy.update({k: busy.get(k, 0.0) + v for k, v in engine_times(core, work.elem_work).items()})
     compute = max(busy.values(), default=0.0)
-    memory = memory_time(core, work.bytes)
+    spill = spill_bytes(work, core)
+    memory = memory_time(core, work.bytes + spill)
     overhead = p.kernel_overhead_s if in_graph else p.eager_launch_s
     if not in_graph and p.tensor_warmup and busy.get(Engine.tensor):
         extra = warmup_extra(busy[Engine.tensor], float(hardware.TENSOR_WARMUP))
@@ -143,14 +155,21 @@ def cost_of(work: ev.Work, core: LogicalCore, *, in_graph: bool = False) -> ev.C
         engine=work.engine,
         duration=body + overhead,
         flops=work.flops,
-        bytes=work.bytes,
+        bytes=work.bytes + spill,
         compute_s=compute,
         memory_s=memory,
         overhead_s=overhead,
         bound=bound,
         dtype=work.dtype,
         shapes=work.shapes,
-        detail=("fused: " + ", ".join(work.ops)) if len(work.ops) > 1 else "",
+        detail=(
+            (("fused: " + ", ".join(work.ops)) if len(work.ops) > 1 else "")
+            + (
+                f" (spills {spill / 2**20:.1f} MiB through HBM: working set > SBUF)"
+                if spill
+                else ""
+            )
+        ).strip(),
         busy=tuple(sorted((k, v) for k, v in busy.items() if v > 0)),
         basis=work,
     )
