@@ -383,6 +383,7 @@ def projection(
         flops_per_step=flops,
         flops_check=sanity.six_nd(flops, parameters, (work or {}).get("tokens_per_step")),
         profiles=rows,
+        recommendation=recommendation(rows, work),
         report_errors=[r["report_error"] for r in rows if r.get("report_error")],
     )
     return out
@@ -398,8 +399,9 @@ ASSUMPTIONS = [
     "the emulated generation) are scaled by the ratio of peak FLOP/s and HBM bandwidth "
     "('scaled_nki_costs' counts them).",
     "'compiled_step_s' models the same ops as kernels of one compiled graph (no per-op launch).",
-    "Cost = instance price x time. 'usd_per_1000_steps' pays for the whole instance(s) the run's ranks "
-    "occupy; per-token cost assumes every core of the instance runs a data-parallel replica at this step time.",
+    "Cost = instance price x time x the share of the instance's cores the layout uses ('billed_cores'; "
+    "the other cores run other work); per-token and per-sample cost divide that by the layout's "
+    "tokens or samples per step.",
     "Prices: the hardware table's best public figure unless passed in (--price INSTANCE=USD).",
 ]
 
@@ -438,11 +440,18 @@ def projection_row(
         if tokens:
             row["tokens_per_s"] = tokens * ranks / step_s
     price = p.price_usd_per_hour
+    # billed: the cores the layout uses (the rest of the instance runs other work or other
+    # replicas), never a whole instance for one rank
+    cores_used = ranks * cores_per_replica
+    row["billed_cores"] = cores_used
+    row["price_verified"] = p.price_verified
     if price is not None and step_s:
-        row["usd_per_1000_steps"] = 1000 * step_s * price * instances / 3600.0
-        if tokens:  # every core of the instance busy with replicas of this step
-            per_instance_tokens_s = tokens / step_s * max(p.cores // cores_per_replica, 1)
-            row["usd_per_million_tokens"] = price / 3600.0 / per_instance_tokens_s * 1e6
+        usd_per_step = step_s * price / 3600.0 * cores_used / p.cores
+        row["usd_per_1000_steps"] = 1000 * usd_per_step
+        if tokens:
+            row["usd_per_million_tokens"] = usd_per_step / (tokens * ranks) * 1e6
+        if samples:
+            row["usd_per_1000_samples"] = usd_per_step / (samples * ranks) * 1e3
     else:
         row["usd_per_1000_steps"] = None
         if price is None:
@@ -450,6 +459,66 @@ def projection_row(
                 "no price for this instance: pass --price " + p.instance_name + "=USD_PER_HOUR"
             )
     return row
+
+
+def recommendation(rows: list, work: dict | None) -> dict | None:
+    """The cheapest profile for the layout: per 1M tokens when tokens per step are known, else
+    per 1,000 samples, else per 1,000 steps; among rows with a price (and that fit, when the
+    rows say). Modeled; the price's source is shown and an unverified price is marked."""
+    work = work or {}
+    for key, _unit in (
+        ("usd_per_million_tokens", "USD per 1M tokens"),
+        ("usd_per_1000_samples", "USD per 1,000 samples"),
+        ("usd_per_1000_steps", "USD per 1,000 steps"),
+    ):
+        cands = [r for r in rows if r.get(key) is not None and r.get("fits", True)]
+        if cands:
+            unit = _unit
+            break
+    else:
+        unpriced = sorted({r["instance"] for r in rows if r.get("price_usd_per_hour") is None})
+        return {
+            "profile": None,
+            "reason": "no profile has a price and fits"
+            + (
+                f" (no price: {', '.join(unpriced)}; pass --price INSTANCE=USD)" if unpriced else ""
+            ),
+        }
+    best = min(cands, key=lambda r: r[key])
+    out = {
+        "profile": best["profile"],
+        "instance": best["instance"],
+        "lnc": best["lnc"],
+        "metric": key,
+        "unit": unit,
+        "value": best[key],
+        "modeled": True,
+        "price_usd_per_hour": best["price_usd_per_hour"],
+        "price_source": best["price_source"],
+        "price_verified": best.get("price_verified", False),
+        "billed_cores": best.get("billed_cores"),
+        "compared": [r["profile"] for r in cands],
+        "left_out": sorted(
+            {r["profile"] for r in rows if r not in cands},
+        ),
+    }
+    if key != "usd_per_million_tokens" and not work.get("tokens_per_step"):
+        out["note"] = "tokens per step unknown: pass --tokens-per-step for USD per 1M tokens"
+    return out
+
+
+def recommendation_text(rec: dict | None) -> str:
+    if not rec:
+        return ""
+    if not rec.get("profile"):
+        return f"cheapest: n/a ({rec['reason']})"
+    price = f"${rec['price_usd_per_hour']:.3f}/h" + (
+        " UNVERIFIED price" if not rec["price_verified"] else ""
+    )
+    return (
+        f"cheapest (modeled): {rec['profile']} at {rec['value']:.4g} {rec['unit']} "
+        f"({rec['billed_cores']} core(s) billed; {price}, source: {rec['price_source']})"
+    )
 
 
 def readiness(rep: dict) -> list:

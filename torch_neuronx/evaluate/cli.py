@@ -387,6 +387,7 @@ def _fake_collect(args, profs, work, fail_on, script, state) -> dict:
 
     saved_argv = sys.argv
     sys.argv = [script, *args.args]
+    sys.path.insert(0, os.path.dirname(script))  # as `python script.py`: `import model` beside it
     hook = register_optimizer_step_post_hook(_end_step)
     left = None
     try:
@@ -419,7 +420,19 @@ def _fake_collect(args, profs, work, fail_on, script, state) -> dict:
     finally:
         hook.remove()
         sys.argv = saved_argv
+        if sys.path and sys.path[0] == os.path.dirname(script):
+            sys.path.pop(0)
     return _fake_report(args, profs, work, fail_on, state, static)
+
+
+def _fake_flops_check(fk: dict, static: dict, work: dict) -> dict | None:
+    """The traced FLOPs beside 6 x parameters x tokens (sanity.six_nd); parameters from the
+    optimizers' bytes are not a count, so the recorder's parameter count is used."""
+    from . import sanity
+
+    return sanity.six_nd(
+        fk.get("flops_per_step") or 0, static.get("parameter_count"), work.get("tokens_per_step")
+    )
 
 
 def _fake_hard_exit(args, profs, work, fail_on, state, status, stack) -> dict:
@@ -457,10 +470,17 @@ def _fake_report(args, profs, work, fail_on, state, static) -> dict:
     rec = state.get("rec") or fake.FakeStepRecorder()
     rep = build.header("fake", [args.script, *args.args])
     rep.update({"status": state["status"], "error": state["error"], "rank": 0, "world_size": 1})
+    inferred = fake.inferred_work(rec)
+    if inferred:  # as the API infers them; the command line's figures win
+        work = {
+            **{k: inferred[k] for k in ("samples_per_step", "tokens_per_step") if k in inferred},
+            **work,
+        }
     rep["work"] = work
     rep["fake_projection"] = fake.project(
         rec, profs, dp=args.fsdp, tp=args.tp, static=static, work=work
     )
+    rep["fake_projection"]["flops_check"] = _fake_flops_check(rep["fake_projection"], static, work)
     t0 = state.get("t0")
     rep["fake_projection"]["trace_wall_s"] = time.perf_counter() - t0 if t0 else 0.0
     rep["fake_projection"]["host_max_rss_bytes"] = (
@@ -501,6 +521,14 @@ def _fake_report(args, profs, work, fail_on, state, static) -> dict:
                 "status": "warn",
                 "item": f"the step reads device values on the host (data "
                 f"dependence) at {d['site']}: {d['line']}",
+            }
+        )
+    for c in rep["fake_projection"].get("cuda_calls") or []:
+        rep["readiness"].append(
+            {
+                "status": "warn",
+                "item": f"CUDA call {c['call']} x{c['count']} at {c['site']} ran on neuron under "
+                f"--fake: use {c['fix']}",
             }
         )
     triggered = []

@@ -62,6 +62,13 @@ class FakeStepRecorder(TorchDispatchMode):
         self.data_dependence: collections.Counter = collections.Counter()
         self.fallbacks: collections.Counter = collections.Counter()
         self.ops = 0
+        # torch.cuda.* calls mapped onto torch.neuron: (call, site) -> count
+        self.cuda_calls: collections.Counter = collections.Counter()
+        self.cuda_devices = None  # the MapDevice of the session (cuda device arguments)
+        # the first module call's first tensor argument (the step's input: samples/tokens)
+        self.input_shape = None
+        self.input_integer = False
+        self.input_site = None
         self._tracked: set = set()
         self.recording = True
         # set when the traced step's optimizer step ran: reads of values (logging) still run and
@@ -274,6 +281,109 @@ def fake_session():
                 memo.clear()
                 rec.reset_peak()
 
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    from .reference import MapDevice
+
+    def _format(t, spec):  # Tensor.__format__ formats a 0-dim Tensor's item(), not a FakeTensor's
+        if t.dim() == 0:
+            return format(t.item(), spec)  # the placeholder; reported as data dependence
+        return object.__format__(t, spec) if not spec else format(repr(t), spec)
+
+    cuda = MapDevice("neuron", source="cuda")
+    cuda.record_sites = True
+    rec.cuda_devices = cuda
+
+    def _input_hook(module, args):  # the step's input: the first module call with a tensor
+        if rec.input_shape is None and rec.recording:
+            x = next((a for a in args if isinstance(a, torch.Tensor)), None)
+            if x is not None and x.dim() > 0:
+                rec.input_shape = tuple(x.shape)
+                rec.input_integer = not x.is_floating_point() and not x.is_complex()
+                rec.input_site = user_site(2)
+
+    with contextlib.ExitStack() as stack:
+        for name in CUDA_MAPPED:
+            if hasattr(torch.cuda, name) and hasattr(torch.neuron, name):
+                stack.enter_context(
+                    patches.scoped(
+                        torch.cuda,
+                        name,
+                        _cuda_call(rec, name),
+                        reason="torch_neuronx.evaluate --fake: the script's torch.cuda calls "
+                        "act on the neuron device (and are reported with the fix)",
+                    )
+                )
+        stack.enter_context(
+            patches.scoped(
+                torch.amp.autocast_mode.autocast,
+                "__init__",
+                _autocast_init(rec, torch.amp.autocast_mode.autocast.__init__),
+                reason="torch_neuronx.evaluate --fake: autocast('cuda') regions act on neuron",
+            )
+        )
+        stack.enter_context(
+            patches.scoped(
+                FakeTensor,
+                "__format__",
+                _format,
+                reason="torch_neuronx.evaluate --fake: f-strings of a fake scalar format its "
+                "placeholder value, as Tensor.__format__ formats item()",
+            )
+        )
+        hook = torch.nn.modules.module.register_module_forward_pre_hook(_input_hook)
+        stack.callback(hook.remove)
+        stack.enter_context(cuda)
+        stack.enter_context(_session(rec, _compile, _apply))
+        yield rec
+
+
+#: torch.cuda functions that --fake runs as their torch.neuron namesakes (a GPU script's calls)
+CUDA_MAPPED = (
+    "synchronize",
+    "is_available",
+    "is_bf16_supported",
+    "device_count",
+    "current_device",
+    "set_device",
+    "get_device_name",
+    "manual_seed",
+    "manual_seed_all",
+    "empty_cache",
+    "memory_allocated",
+    "max_memory_allocated",
+    "reset_peak_memory_stats",
+)
+
+
+def _cuda_call(rec, name):
+    import sys
+
+    from .callsite import is_user
+
+    real = getattr(torch.cuda, name)
+
+    def call(*a, **k):  # the script's own calls; PyTorch's internal ones keep the real answer
+        if not is_user(sys._getframe(1).f_code.co_filename):
+            return real(*a, **k)
+        rec.cuda_calls[(f"torch.cuda.{name}", user_site(2))] += 1
+        return getattr(torch.neuron, name)(*a, **k)
+
+    return call
+
+
+def _autocast_init(rec, real):
+    def __init__(self, device_type, *a, **k):
+        if device_type == "cuda":
+            rec.cuda_calls[("torch.autocast('cuda')", user_site(2))] += 1
+            device_type = "neuron"
+        return real(self, device_type, *a, **k)
+
+    return __init__
+
+
+@contextlib.contextmanager
+def _session(rec, _compile, _apply):
     with (
         patches.scoped(
             torch,
@@ -376,9 +486,12 @@ def project(
         row["cores_needed"] = world
         row["instances_needed"] = math.ceil(world / p.cores)
         rows.append(row)
+    from .build import recommendation
+
     return {
         "projection": True,
         "fake": True,
+        "recommendation": recommendation(rows, work),
         "flops_per_step": flops,
         "bytes_per_step": nbytes,
         "ops": rec.ops,
@@ -395,6 +508,8 @@ def project(
             {"site": s, "count": n, "line": source_line(s)} for s, n in rec.data_dependence.items()
         ],
         "fallback_ops": dict(rec.fallbacks),
+        "cuda_calls": cuda_report(rec),
+        "inputs": inferred_work(rec),
         "assumptions": [
             "One training step traced with fake tensors; no value was computed (reads of device values return a placeholder: False or 1).",
             "Modeled time per profile: eager = every op costed as an eager launch; compiled_step_s = the traced "
@@ -418,11 +533,12 @@ def _as_kernel(w):
 def static_bytes(params, optimizers=()) -> dict:
     """Bytes of parameters, gradients (as many as trainable parameters) and optimizer state."""
     seen = set()
-    p_bytes = g_bytes = 0
+    p_bytes = g_bytes = count = 0
     for p in params:
         if id(p) in seen:
             continue
         seen.add(id(p))
+        count += p.numel()
         n = p.numel() * p.element_size()
         p_bytes += n
         if p.requires_grad:
@@ -433,4 +549,50 @@ def static_bytes(params, optimizers=()) -> dict:
             for v in st.values():
                 if isinstance(v, torch.Tensor) and v.device.type != "cpu":
                     o_bytes += v.numel() * v.element_size()
-    return {"parameters": p_bytes, "gradients": g_bytes, "optimizer_state": o_bytes}
+    return {
+        "parameters": p_bytes,
+        "gradients": g_bytes,
+        "optimizer_state": o_bytes,
+        "parameter_count": count,
+    }
+
+
+def cuda_report(rec) -> list:
+    """The script's CUDA idioms, each run on neuron under --fake, with the call site and the fix."""
+    rows = [
+        {
+            "call": call,
+            "site": site,
+            "count": n,
+            "line": source_line(site),
+            "fix": "torch.autocast('neuron', ...)"
+            if call.startswith("torch.autocast")
+            else call.replace("torch.cuda.", "torch.neuron."),
+        }
+        for (call, site), n in rec.cuda_calls.items()
+    ]
+    cuda = rec.cuda_devices
+    if cuda is not None and cuda.sites:
+        for site, n in collections.Counter(cuda.sites).items():
+            rows.append(
+                {
+                    "call": "device 'cuda'",
+                    "site": site,
+                    "count": n,
+                    "line": source_line(site),
+                    "fix": "device='neuron' (or .to('neuron'))",
+                }
+            )
+    return rows
+
+
+def inferred_work(rec) -> dict | None:
+    """Samples (and tokens, for integer ids) per step from the first tensor the traced step passed
+    to a module, as the API infers them from its inputs."""
+    if rec.input_shape is None:
+        return None
+    out = {"shape": list(rec.input_shape), "site": rec.input_site}
+    out["samples_per_step"] = int(rec.input_shape[0])
+    if rec.input_integer:
+        out["tokens_per_step"] = int(math.prod(rec.input_shape))
+    return out

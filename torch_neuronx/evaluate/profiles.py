@@ -40,6 +40,17 @@ class Profile:
         return f"{self.instance_name}/lnc{self.lnc}"
 
     @property
+    def price_verified(self) -> bool:
+        """A price passed by the caller, or one the hardware table cites a public source for
+        (not one it marks UNVERIFIED)."""
+        if self.price_usd_per_hour is None:
+            return False
+        if self.price_source == "passed by the caller":
+            return True
+        src = hardware.instance(self.instance_name).price_usd_per_hour.source
+        return bool(src) and "UNVERIFIED" not in src
+
+    @property
     def cores(self) -> int:
         return self.target.cores_per_instance
 

@@ -136,18 +136,22 @@ class MapDevice(TorchFunctionMode):
     """Every ``neuron`` device argument of a torch function becomes ``target``; with a
     :class:`NeuronStream`, the results are marked as the neuron tensors they stand for."""
 
-    def __init__(self, target: str, stream: NeuronStream | None = None):
+    def __init__(self, target: str, stream: NeuronStream | None = None, source: str = "neuron"):
         super().__init__()
         self.target = torch.device(target)
         self.stream = stream
+        self.source = source  # the device type mapped (--fake maps "cuda" onto "neuron")
+        self.pattern = _NEURON if source == "neuron" else re.compile(rf"^{source}(:\d+)?$")
+        self.sites: list = []  # call sites of mapped arguments (``record_sites``)
+        self.record_sites = False
         from torch.utils._device import _device_constructors
 
         self.constructors = _device_constructors()
 
     def _map(self, v):
         if isinstance(v, torch.device):
-            return self.target if v.type == "neuron" else v
-        if isinstance(v, str) and _NEURON.match(v):
+            return self.target if v.type == self.source else v
+        if isinstance(v, str) and self.pattern.match(v):
             return self.target
         return v
 
@@ -166,10 +170,14 @@ class MapDevice(TorchFunctionMode):
         if (
             func in self.constructors
             and mapped_kwargs.get("device") is None
-            and torch.get_default_device().type == "neuron"
+            and torch.get_default_device().type == self.source
         ):
             mapped_kwargs["device"] = self.target
             mapped = True
+        if mapped and self.record_sites:
+            from .callsite import user_site
+
+            self.sites.append(user_site(2))
         if not mapped or self.stream is None:
             return func(*mapped_args, **mapped_kwargs)
         self.stream.mapping += 1

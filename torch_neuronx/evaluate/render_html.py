@@ -402,6 +402,7 @@ def render(rep: dict) -> str:
                 f"(emulated profile {_e(pr.get('emulated_profile'))}: {_ms(pr.get('modeled_step_s_emulated'))} per step, "
                 f"{pr.get('flops_per_step', 0) / 1e9:,.3f} GFLOP per step).</p>"
                 + _proj_table(pr.get("profiles") or [])
+                + _recommendation(pr)
                 + pl.get("time_by_op", "")
                 + _table(
                     ["op", "kind", "count", "modeled ms", "GFLOP"],
@@ -441,6 +442,7 @@ def render(rep: dict) -> str:
                     f"{lay['fsdp_degree']} x TP {lay['tensor_parallel_degree']}: {_gib(lay['memory_per_core_estimate'])} "
                     "per core (estimate).</p>"
                     + _proj_table(fk["profiles"], fake=True)
+                    + _recommendation(fk)
                     + (
                         _table(
                             ["data dependence (.item() on a fake value)", "count", "line"],
@@ -475,7 +477,19 @@ def _verdict(v: dict) -> str:
             f"<tr><th>{_e(question)}</th><td class='{cls}'><b>{_e(a.get('answer', '?'))}</b></td>"
             f"<td>{_e(a.get('detail', ''))}{'<ul>' + items + '</ul>' if items else ''}</td></tr>"
         )
+    if v.get("cheapest"):
+        rows.append(
+            f"<tr><th>Cheapest?</th><td class='warn'><b>{_e(v['cheapest'].get('profile') or 'n/a')}"
+            f"</b></td><td>{_e(v['cheapest']['text'])}</td></tr>"
+        )
     return "<h2 id='verdict'>Verdict</h2><table class='verdict'>" + "".join(rows) + "</table>"
+
+
+def _recommendation(pr: dict) -> str:
+    from .build import recommendation_text
+
+    text = recommendation_text(pr.get("recommendation"))
+    return f"<p class='proj recommendation'>{_e(text)}</p>" if text else ""
 
 
 def _proj_table(rows, fake: bool = False) -> str:
@@ -493,6 +507,7 @@ def _proj_table(rows, fake: bool = False) -> str:
             "USD/1k steps",
             "USD/1M tokens",
             "price/h",
+            "billed cores",
         ]
         + (["fits", "instances"] if fake else []),
         [
@@ -505,7 +520,11 @@ def _proj_table(rows, fake: bool = False) -> str:
                 f"{r['tokens_per_s']:,.0f}" if r.get("tokens_per_s") else "n/a",
                 usd(r.get("usd_per_1000_steps")),
                 usd(r.get("usd_per_million_tokens")),
-                "n/a" if r["price_usd_per_hour"] is None else f"${r['price_usd_per_hour']:,.3f}",
+                "n/a"
+                if r["price_usd_per_hour"] is None
+                else f"${r['price_usd_per_hour']:,.3f}"
+                + ("" if r.get("price_verified") else " (unverified)"),
+                r.get("billed_cores", "n/a"),
             ]
             + ([r["fits"], r["instances_needed"]] if fake else [])
             for r in rows

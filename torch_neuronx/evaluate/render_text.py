@@ -116,6 +116,7 @@ def summary_lines(rep: dict) -> list:
             f"projection (modeled, not measured): {pr['flops_per_step'] / 1e9:,.3f} GFLOP/step"
         )
         out += _proj_lines(pr["profiles"])
+        out += _recommendation_lines(pr)
     fk = rep.get("fake_projection")
     if fk and fk.get("withheld"):
         out.append(f"fake projection {fk['withheld']}")
@@ -128,9 +129,17 @@ def summary_lines(rep: dict) -> list:
             f"{lay['tensor_parallel_degree']}: {lay['memory_per_core_estimate'] / 2**30:,.2f} GiB/core"
         )
         out += _proj_lines(fk["profiles"])
+        out += _recommendation_lines(fk)
     for i in rep.get("readiness") or []:
         out.append(f"[{i['status']}] {i['item']}")
     return out
+
+
+def _recommendation_lines(pr: dict) -> list:
+    from .build import recommendation_text
+
+    text = recommendation_text(pr.get("recommendation"))
+    return [f"  {text}"] if text else []
 
 
 def _proj_lines(rows) -> list:

@@ -21,7 +21,17 @@ def build(rep: dict) -> dict:
         "will_it_be_fast": _fast(rep),
         "does_it_match": _match(rep),
         "does_it_fit": _fit(rep),
+        "cheapest": _cheapest(rep),
     }
+
+
+def _cheapest(rep: dict) -> dict | None:
+    """The projection's recommendation (build.recommendation): modeled, price source shown."""
+    from .build import recommendation_text
+
+    pr = rep.get("fake_projection") or rep.get("projection") or {}
+    rec = None if pr.get("withheld") else pr.get("recommendation")
+    return {**rec, "text": recommendation_text(rec)} if rec else None
 
 
 def _run(rep: dict) -> dict:
@@ -135,4 +145,6 @@ def lines(v: dict) -> list:
         a = v.get(key) or {}
         out.append(f"{question:<17} {a.get('answer', '?').upper()}: {a.get('detail', '')}")
         out += [f"    - {x}" for x in a.get("items") or []][:8]
+    if v.get("cheapest"):
+        out.append(f"{'Cheapest?':<17} {v['cheapest']['text']}")
     return out

@@ -1,0 +1,92 @@
+"""--fake runs a GPU user's script as ``python script.py`` would (issue 25 item 4): the script's
+folder on sys.path, f-strings of fake values, torch.cuda calls mapped onto neuron and reported,
+inputs inferred; nanoGPT-style GPT-2 124M and an HF 8B model project at full size with FLOPs
+within 10% of the analytic count. And the cheapest-instance recommendation (item 2)."""
+
+from __future__ import annotations
+
+import pytest
+from evaluate_support import SCRIPTS, have, marker_line
+
+from torch_neuronx.evaluate import build, profiles
+
+NANO = SCRIPTS / "nanogpt"
+
+
+def _gpt2_flops_per_token(vocab=50304, L=12, d=768, T=1024):
+    # nanoGPT's estimate_mfu count (PaLM appendix B): 6 N + 12 L H Q T, N without wpe, no biases
+    n = vocab * d + L * (12 * d * d + 4 * d) + 2 * d
+    return 6 * n + 12 * L * d * T, n
+
+
+def test_nanogpt_bench_projects_at_full_size(run_eval):
+    r = run_eval("nano_bench", "--fake", str(NANO / "bench.py"))
+    assert r.rc == 0, r.explain()
+    rep = r.report
+    fk = rep["fake_projection"]
+    # `from model import GPT` beside the script, f-strings of the fake loss, torch.cuda calls
+    assert rep["status"] == "ok"
+    tokens = 12 * 1024
+    assert rep["work"] == {"samples_per_step": 12, "tokens_per_step": tokens}  # inferred
+    assert fk["inputs"]["shape"] == [12, 1024]
+    per_token, n = _gpt2_flops_per_token()
+    assert abs(fk["flops_per_step"] / (per_token * tokens) - 1) < 0.10
+    assert 0.9 < fk["flops_check"]["counted_over_six_n_d"] < 1.25  # 6ND leaves out attention
+    calls = {(c["call"], int(c["site"].split(":")[1].split()[0])) for c in fk["cuda_calls"]}
+    assert ("torch.cuda.synchronize", marker_line("nanogpt/bench.py", "sync")) in calls
+    assert any(c == "torch.autocast('cuda')" for c, _ in calls)
+    assert any(c == "device 'cuda'" for c, _ in calls)
+    assert all(c["site"].startswith(str(NANO)) for c in fk["cuda_calls"])  # not torch's own
+    fs = marker_line("nanogpt/bench.py", "fstring")
+    assert any(d["site"].startswith(f"{NANO / 'bench.py'}:{fs}") for d in fk["data_dependence"])
+    assert any("torch.neuron.synchronize" in i["item"] for i in rep["readiness"])
+    rec = fk["recommendation"]
+    assert rec["metric"] == "usd_per_million_tokens" and rec["modeled"] and rec["price_source"]
+    assert rep["verdict"]["cheapest"]["profile"] == rec["profile"]
+
+
+@pytest.mark.skipif(not have("transformers"), reason="transformers is not installed")
+def test_hf_auto_model_from_config_8b(run_eval):
+    r = run_eval("hf_auto", "--fake", "--fsdp", "16", "hf_auto_llama.py")
+    assert r.rc == 0, r.explain()
+    fk = r.report["fake_projection"]
+    assert r.report["work"]["tokens_per_step"] == 2048
+    n, tokens = fk["flops_check"]["parameters"], 2048
+    assert 7.9e9 < n < 8.1e9
+    L, d, T = 32, 4096, 2048
+    analytic = (6 * n + 12 * L * d * T) * tokens
+    assert abs(fk["flops_per_step"] / analytic - 1) < 0.10
+
+
+def test_cost_bills_only_the_cores_the_layout_uses():
+    [p48] = profiles.profiles(["trn2.48xlarge"], 2)
+    row = build.projection_row(p48, 1.0, 1e12, {"tokens_per_step": 1000})
+    assert row["billed_cores"] == 1
+    # one rank on one of the instance's cores: its share of the price, not the whole instance
+    assert row["usd_per_1000_steps"] == pytest.approx(
+        1000 * p48.price_usd_per_hour / 3600 / p48.cores
+    )
+    assert row["usd_per_million_tokens"] == pytest.approx(
+        row["usd_per_1000_steps"] / 1000 / 1000 * 1e6
+    )
+    big = build.projection_row(
+        p48, 1.0, 1e12, {"tokens_per_step": 1000}, ranks=4, cores_per_replica=2
+    )
+    assert big["billed_cores"] == 8
+    assert big["usd_per_1000_steps"] == pytest.approx(8 * row["usd_per_1000_steps"])
+
+
+def test_recommendation_marks_unverified_prices_and_skips_unpriced():
+    profs = profiles.profiles(["trn2.3xlarge", "trn2.48xlarge", "trn3.3xlarge"], 2)
+    rows = [build.projection_row(p, 0.1, 1e12, {"tokens_per_step": 4096}) for p in profs]
+    rec = build.recommendation(rows, {"tokens_per_step": 4096})
+    assert rec["profile"] in ("trn2.3xlarge/lnc2", "trn2.48xlarge/lnc2")
+    assert "trn3.3xlarge/lnc2" in rec["left_out"]  # no price
+    by = {r["profile"]: r for r in rows}
+    assert by["trn2.3xlarge/lnc2"]["price_verified"] is False  # the table marks it UNVERIFIED
+    cheap3 = build.recommendation([by["trn2.3xlarge/lnc2"]], {"tokens_per_step": 4096})
+    assert "UNVERIFIED" in build.recommendation_text(cheap3)
+    passed = profiles.profiles(["trn2.3xlarge"], 2, {"trn2.3xlarge": 0.5})[0]
+    assert passed.price_verified
+    none = build.recommendation([by["trn3.3xlarge/lnc2"]], {})
+    assert none["profile"] is None and "--price" in none["reason"]
