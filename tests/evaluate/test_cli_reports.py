@@ -148,7 +148,9 @@ def test_price_override_changes_cost():
     work = {"tokens_per_step": 1000}
     a = build.projection_row(table, 0.5, 1e12, work)
     b = build.projection_row(mine, 0.5, 1e12, work)
-    assert b["usd_per_1000_steps"] == pytest.approx(1000 * 0.5 * 22.35 / 3600)
+    # billed for the cores the layout uses (one rank here), not the whole instance
+    assert b["billed_cores"] == 1
+    assert b["usd_per_1000_steps"] == pytest.approx(1000 * 0.5 * 22.35 / 3600 / mine.cores)
     assert b["usd_per_1000_steps"] / a["usd_per_1000_steps"] == pytest.approx(
         22.35 / table.price_usd_per_hour
     )

@@ -240,8 +240,6 @@ def fake_session():
             return lambda m: m
         return model
 
-    from torch.optim.optimizer import register_optimizer_step_pre_hook
-
     rec = FakeStepRecorder()
     depth = [0]
     memo: dict = {}
@@ -283,7 +281,7 @@ def fake_session():
 
     from torch._subclasses.fake_tensor import FakeTensor
 
-    from .reference import MapDevice
+    from .device_map import MapDevice
 
     def _format(t, spec):  # Tensor.__format__ formats a 0-dim Tensor's item(), not a FakeTensor's
         if t.dim() == 0:
@@ -384,6 +382,8 @@ def _autocast_init(rec, real):
 
 @contextlib.contextmanager
 def _session(rec, _compile, _apply):
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+
     with (
         patches.scoped(
             torch,
