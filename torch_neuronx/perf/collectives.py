@@ -257,6 +257,16 @@ def bus_factor(op: str, p: int) -> float:
     return 1.0  # send / recv / broadcast / reduce: the whole buffer crosses one link
 
 
+#: reductions: the collective adds what it receives before passing it on (on Trn2 a small
+#: all-reduce's fixed cost is ~15x a small all-gather's in the published runs)
+_REDUCING = ("all_reduce", "reduce_scatter", "reduce")
+
+
+def op_class(op: str) -> str:
+    """"reduce" for reductions, "move" for pure data movement (the measured model's classes)."""
+    return "reduce" if normalize(op) in _REDUCING else "move"
+
+
 def measured_body(op: str, n: float, p: int, lv: list, target: Target) -> tuple:
     """(seconds, level key) of one collective under the measured model (no launch)."""
     from torch_neuronx.runtime.hardware import COLLECTIVE_FIT
@@ -266,7 +276,10 @@ def measured_body(op: str, n: float, p: int, lv: list, target: Target) -> tuple:
     if op not in ("send", "recv", "barrier") and op not in _MEASURED_OPS:
         raise ValueError(f"torch_neuronx.perf: no model for collective {op!r}")
     key = LEVEL_KEY[lv[-1].name]
-    fixed, busbw = COLLECTIVE_FIT[target.generation][key]
+    fits = COLLECTIVE_FIT[target.generation]
+    if op_class(op) == "reduce" and key + ":reduce" in fits:
+        key += ":reduce"
+    fixed, busbw = fits[key]
     return float(fixed) + bus_factor(op, p) * n / float(busbw), key
 
 

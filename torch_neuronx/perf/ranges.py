@@ -21,10 +21,10 @@ from __future__ import annotations
 #: ``workload_bands()`` computes them (tests/perf/test_ranges.py checks they agree; tracing the
 #: workloads takes seconds, too slow for every ``torch-neuronx cost``)
 BANDS: dict = {
-    "kernel": (0.62, 1.09),
-    "training": (1.10, 1.10),
-    "decode": (1.59, 3.0),
-    "prefill": (0.66, 0.76),
+    "kernel": (0.62, 1.0),
+    "training": (1.06, 1.61),
+    "decode": (0.8, 1.16),
+    "prefill": (0.73, 1.27),
 }
 
 KINDS = ("kernel", "training", "decode", "prefill", "collective")
@@ -35,26 +35,25 @@ def speed_ratio(row) -> float:
     return 1.0 / row.ratio if row.unit in ("ms", "us", "s") else row.ratio
 
 
-def workload_bands(rows=None) -> dict:
-    """{kind: (min, max) speed ratio} from the validation rows (traces the workloads)."""
-    from . import validation
+def workload_bands(rows=None, pairs=None) -> dict:
+    """{kind: (min, max) speed ratio}: ``kernel`` from the single-kernel rows
+    (``validation.all_rows``), the workload kinds from the **validation** rows of
+    ``perf/workload_data.py`` (never the calibration or excluded ones; traces the workloads)."""
+    from . import validation, workloads
 
     rows = validation.all_rows() if rows is None else rows
+    pairs = validation.workload_rows(validation.workload_data.VALIDATION) if pairs is None else pairs
     out: dict = {}
-    for r in rows:
-        a = r.anchor.lower()
-        kind = (
-            "training"
-            if "training" in a
-            else "decode"
-            if "decode" in a
-            else "prefill"
-            if "prefill" in a
-            else "kernel"
-        )
-        s = speed_ratio(r)
+
+    def add(kind, s):
         lo, hi = out.get(kind, (s, s))
         out[kind] = (min(lo, s), max(hi, s))
+
+    for r in rows:
+        add("kernel", speed_ratio(r))
+    for r, v in pairs:
+        if r.split == "validation":
+            add(r.kind, workloads.speed_ratio(r, v))
     return {k: (round(lo, 2), round(hi, 2)) for k, (lo, hi) in out.items()}
 
 
