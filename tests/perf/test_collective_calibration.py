@@ -14,6 +14,8 @@ def test_hardware_corrections():
     assert hw.CHIPS["trn1"].hbm_bw.value == 820 * 2**30  # 820 GiB/s [TRN1]
     assert "c6ec6484" in hw.SOURCES["TRN1PRICE"]  # the on-demand version, not RI rates
     assert hw.instance("trn1.2xlarge").price_usd_per_hour.value == 1.34
+    trn1n = hw.instance("trn1n.32xlarge").price_usd_per_hour
+    assert trn1n.value == 24.78 and "pricing.us-east-1.amazonaws.com" in trn1n.urls[0]
 
 
 def test_calibration_and_validation_sets_are_disjoint():

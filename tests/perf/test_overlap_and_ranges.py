@@ -81,3 +81,12 @@ def test_summary_reports_range_and_overlap():
     assert ov["device_time_s"] == pytest.approx(11e-3)
     assert m.summary(kind="decode")["range_kind"] == "decode"
     assert "likely" in m.table()
+
+
+def test_micro_batch_mode_pays_the_optimizer_once_per_step():
+    one = overlap.accumulated_step(0.1, 1, once_s=0.05, blocking_s=0.02)
+    eight = overlap.accumulated_step(0.1, 8, once_s=0.05, blocking_s=0.02)
+    assert eight - one == pytest.approx(7 * 0.1)  # only the micro-batches repeat
+    assert eight < 8 * one
+    with pytest.raises(ValueError, match="micro_batches"):
+        overlap.accumulated_step(0.1, 0)

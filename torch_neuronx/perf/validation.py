@@ -135,7 +135,7 @@ def kernel_rows() -> list:
             eff * 100,
             "% of peak",
             "third-party (public NKI kernel-tuning repositories; unverified)",
-            "model: ideal tiles + one kernel overhead; no DMA/engine scheduling losses",
+            "model: the tile rule x the fitted TensorE efficiency + one kernel overhead",
         )
     ]
 

@@ -245,7 +245,8 @@ def training_step(w: Training) -> dict:
         )
     opt_bytes = shard / (dp if w.zero1 else 1) * (4 * 4 + 4 * 3)
     opt = opt_bytes / tgt.core.hbm_bw
-    step = overlap.step_time(pipeline + opt, blocking_s=sync)
+    # micro-batch mode: the pipeline's slots per micro-batch, the optimizer and sync once
+    step = overlap.accumulated_step(pipeline / micro, micro, once_s=opt, blocking_s=sync)
     flops = 6 * m.params * w.seq * w.global_batch
     peak = tp * dp * pp * tgt.core.tensor_peak("bf16")
     return {"step_s": step, "mfu": flops / step / peak, "sync_s": sync, "optimizer_s": opt}

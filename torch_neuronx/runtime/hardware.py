@@ -71,6 +71,7 @@ SOURCES: dict[str, str] = {
     "TRN1PRICE": "https://github.com/aws-neuron/aws-neuron-sdk/blob/c6ec6484235acaf32f6cfdf0c4a60d62d1859618/general/benchmarks/trn1/trn1_instance_prices.csv",
     "NCCOM": f"{_B}/tools/neuron-sys-tools/nccom-test.html",
     "TRN1INF": f"{_B}/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
+    "EC2PRICELIST": "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/current/us-east-1/index.csv",
     "UNVERIFIED": "public benchmark write-ups without a citable URL (see note)",
     "PCIE": "https://pcisig.com/specifications (PCI Express base specification link rates)",
     "OVERLAP": f"{_B}/neuron-runtime/explore/compute-comm-overlap.html",
@@ -691,10 +692,10 @@ INSTANCES: dict[str, InstanceSpec] = {
             name="trn1n.32xlarge",
             efa_bw=pub(1600e9 / 8, "B/s", "TRN1I", "1600 Gbps EFA"),
             price_usd_per_hour=_price(
-                None,
-                "",
-                "AWS lists an on-demand price on its EC2 pricing pages, but no stored public "
-                "page we could cite shows it; pass your own (--price-per-hour)",
+                24.78,
+                "EC2PRICELIST",
+                "on-demand, Linux, us-east-1, AWS Price List publication 2026-07-28 (read "
+                "through a public audit of that list, which also gives trn1.32xlarge $21.50)",
             ),
         ),
         _unlisted(
