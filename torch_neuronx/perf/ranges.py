@@ -23,7 +23,7 @@ from __future__ import annotations
 BANDS: dict = {
     "kernel": (0.62, 1.0),
     "training": (1.06, 1.61),
-    "decode": (0.8, 1.16),
+    "decode": (0.8, 1.22),
     "prefill": (0.73, 1.27),
 }
 

@@ -95,6 +95,52 @@ NOT_MODELED_PREFILL = (
 )
 
 
+# The same table's batch rows ("Batch" application type: batch 4 or 8, TP=32, bf16 weights; the
+# int8 Llama-3-8B rows left out as above): decode only (their TTFT is a batched prefill).
+# (model, batch, sequence length, input, output, TPOT p50 ms)
+_TNX_BATCH = [
+    ("Llama-3-70B", 4, 4096, 2048, 2048, 32.33),
+    ("Llama-3-70B", 4, 1152, 128, 1024, 28.38),
+    ("Llama-3-70B", 4, 256, 128, 128, 28.08),
+    ("Llama-2-7b", 8, 8192, 128, 8064, 10.10),
+    ("Llama-2-13b", 8, 8192, 4096, 4096, 19.86),
+    ("Llama-2-13b", 4, 16384, 8192, 8192, 21.09),
+    ("Llama-2-70b", 4, 256, 128, 128, 26.72),
+    ("Llama-2-70b", 4, 512, 256, 256, 26.91),
+    ("Llama-2-70b", 4, 1152, 128, 1024, 27.21),
+    ("Llama-2-70b", 4, 2048, 1024, 1024, 28.55),
+    ("Llama-2-70b", 4, 3072, 1024, 2048, 31.67),
+    ("Llama-2-70b", 4, 4096, 2048, 2048, 31.79),
+    ("Mistral-7B-Instruct-v0.2", 8, 16384, 8192, 8192, 15.44),
+    ("CodeLlama-13b-hf", 8, 8192, 4096, 4096, 19.92),
+    ("CodeLlama-13b-hf", 4, 16384, 8192, 8192, 21.10),
+]
+
+
+def _tnx_batch_rows() -> list:
+    rows = []
+    for i, (model, batch, seq, inp, out, tpot) in enumerate(_TNX_BATCH):
+        rows.append(
+            Published(
+                "decode",
+                "trn1",
+                model,
+                f"trn1.32xlarge, TP=32, batch {batch}, BF16, {inp} in / {out} out (seq {seq}), "
+                "transformers-neuronx",
+                tpot,
+                "ms",
+                TRN1_INFERENCE,
+                "calibration" if i % 2 == 0 else "validation",
+                instance="trn1.32xlarge",
+                tp=32,
+                tokens=inp + out // 2,
+                batch=batch,
+                note=f"context {inp + out // 2} per sequence (mid-generation), {batch} sequences",
+            )
+        )
+    return rows
+
+
 def _tnx_rows() -> list:
     rows = []
     for i, (model, seq, inp, out, ttft, tpot) in enumerate(_TNX):
@@ -185,7 +231,7 @@ def _training_rows() -> list:
     ]
 
 
-ROWS: list = _training_rows() + _tnx_rows() + _trn2_rows()
+ROWS: list = _training_rows() + _tnx_rows() + _tnx_batch_rows() + _trn2_rows()
 CALIBRATION: list = [r for r in ROWS if r.split == "calibration"]
 VALIDATION: list = [r for r in ROWS if r.split == "validation"]
 EXCLUDED: list = [r for r in ROWS if r.split == "excluded"]

@@ -59,12 +59,14 @@ MODELS = {
 }
 
 
-def _layer(x, wq, wk, wv, wo, w1, w3, w2, g1, g2, kcache, vcache, heads, causal, sp):
+def _layer(x, wq, wk, wv, wo, w1, w3, w2, g1, g2, kcache, vcache, heads, causal, sp, batch=1):
     """One Llama decoder layer's local shard (Megatron tensor parallelism: heads and FFN split).
-    With sequence parallelism (``sp`` = TP degree > 1) ``x`` holds 1/sp of the tokens: the
-    norms and residual adds run on that shard, ``repeat`` stands for the all-gather's local
-    write of the gathered activation and ``view(sp, ...).sum(0)`` for the reduce-scatter's
-    local reduction (the transfers themselves are costed by the collective model)."""
+    ``x`` holds ``batch`` sequences' tokens stacked on its rows (the projections are one matmul
+    over all of them; attention is per sequence). With sequence parallelism (``sp`` = TP
+    degree > 1) ``x`` holds 1/sp of the tokens: the norms and residual adds run on that shard,
+    ``repeat`` stands for the all-gather's local write of the gathered activation and
+    ``view(sp, ...).sum(0)`` for the reduce-scatter's local reduction (the transfers themselves
+    are costed by the collective model)."""
 
     def rms(t, g):
         return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + 1e-5) * g
@@ -76,15 +78,15 @@ def _layer(x, wq, wk, wv, wo, w1, w3, w2, g1, g2, kcache, vcache, heads, causal,
         return t.view(sp, -1, t.shape[-1]).sum(0) if sp > 1 else t
 
     h = gather(rms(x, g1))
-    s = h.shape[0]
+    s = h.shape[0] // batch
     d = wq.shape[1] // heads
-    q = (h @ wq).view(s, heads, d).transpose(0, 1).unsqueeze(0)
-    k = (h @ wk).view(s, -1, d).transpose(0, 1).unsqueeze(0)
-    v = (h @ wv).view(s, -1, d).transpose(0, 1).unsqueeze(0)
+    q = (h @ wq).view(batch, s, heads, d).transpose(1, 2)
+    k = (h @ wk).view(batch, s, -1, d).transpose(1, 2)
+    v = (h @ wv).view(batch, s, -1, d).transpose(1, 2)
     if kcache is not None:  # decode: attend over the cache (rotary embedding is element-wise)
         k, v = kcache, vcache
     a = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
-    x = x + scatter(a.squeeze(0).transpose(0, 1).reshape(s, -1) @ wo)
+    x = x + scatter(a.transpose(1, 2).reshape(batch * s, -1) @ wo)
     h = gather(rms(x, g2))
     return x + scatter((F.silu(h @ w1) * (h @ w3)) @ w2)
 
@@ -97,7 +99,8 @@ def trace_layer(
     memory is allocated and nothing is computed). Heads that do not divide by ``tp`` are padded
     up to the next multiple (``ceil``), as tensor-parallel inference libraries do; KV heads are
     replicated when ``tp`` exceeds them. ``batch`` > 1 (decode only) stacks the batch's tokens
-    on the row dimension and attends each sequence over its own cache."""
+    on the row dimension (one matmul per projection) and attends each sequence over its own
+    cache."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -132,13 +135,7 @@ def trace_layer(
     def fn(*a):
         w = a[:10]
         cache = a[10:12] if cache_len else (None, None)
-        if batch > 1 and cache_len:
-            outs = [
-                _layer(a[0][i : i + 1], *w[1:], cache[0][i : i + 1], cache[1][i : i + 1], heads, False, 1)
-                for i in range(batch)
-            ]
-            return torch.cat(outs)
-        out = _layer(*w, *cache, heads, cache_len == 0, sp)
+        out = _layer(*w, *cache, heads, cache_len == 0, sp, batch)
         return torch.autograd.grad(out, w, a[10]) if train else out
 
     gm = make_fx(fn, tracing_mode="fake")(*args)
