@@ -48,16 +48,14 @@ def test_workload_sets_are_split_by_rule_and_disjoint():
 
 def test_validation_meets_the_issue_criterion_where_it_does(pairs):
     # modeled speed / published speed on rows never fitted (issue 23's criterion: geometric
-    # mean in [0.8, 1.25] per kind, no row off by more than 2x). Decode and prefill meet it;
-    # training does not (1.31: the SDK 2.15 Llama-2-7B row at 1.61) -- pinned so it is seen
+    # mean in [0.8, 1.25] per kind, no row off by more than 2x); at the time of writing decode
+    # 0.97, prefill 0.93, training 1.17 (its worst row, the SDK 2.15 Llama-2-7B, at 1.61)
     s = validation.workload_summary(pairs)
-    for kind in ("decode", "prefill"):
+    for kind in ("decode", "prefill", "training"):
         v = s[("validation", kind)]
         assert 0.8 <= v["geomean"] <= 1.25, (kind, v)
         assert 0.5 <= v["lo"] and v["hi"] <= 2.0, (kind, v)
-    t = s[("validation", "training")]
-    assert t["geomean"] == pytest.approx(1.31, abs=0.03)
-    assert t["hi"] <= 2.0
+    assert s[("validation", "training")]["n"] >= 5
     # Trn2 decode is no longer ~3x too fast (the 70B row was 2.99 before the refit)
     trn2 = [workloads.speed_ratio(r, v) for r, v in pairs if r.gen == "trn2" and r.kind == "decode"]
     assert all(0.75 <= x <= 1.25 for x in trn2), trn2

@@ -22,7 +22,7 @@ from __future__ import annotations
 #: workloads takes seconds, too slow for every ``torch-neuronx cost``)
 BANDS: dict = {
     "kernel": (0.62, 1.0),
-    "training": (1.06, 1.61),
+    "training": (0.87, 1.61),
     "decode": (0.8, 1.22),
     "prefill": (0.73, 1.27),
 }

@@ -5,7 +5,8 @@ token) and how we split them into a calibration set and a validation set.
 ``VALIDATION`` rows are never used to fit, only to report the model's error
 (``perf/validation.py``, docs/perf-model.md). The split is by rule, fixed before the fit: in
 AWS's Trn1 inference table every other bf16 row (in the table's order) is calibration and the
-rest validation; every Trn2 row and every training row but Llama-3.1-8B are validation. Rows
+rest validation; every Trn2 row and every training row but Llama-3.1-8B (the BERT-Large rows
+included) are validation. Rows
 the model does not cover are ``EXCLUDED`` (reported with the reason, never fitted).
 
 Every row is a figure as published; the reading of the configuration (context length at
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .workloads import Training
+from .workloads import DataParallel, Training
 
 TRN1_INFERENCE = (
     "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/"
@@ -50,7 +51,7 @@ class Published:
     tp: int = 1
     tokens: int = 0  # prefill: input tokens; decode: context length at mid-generation
     batch: int = 1
-    training: Training | None = None
+    training: Training | DataParallel | None = None
     serving: bool = False  # measured through a serving stack (vLLM + LLMPerf)
     note: str = ""
 
@@ -231,7 +232,37 @@ def _training_rows() -> list:
     ]
 
 
-ROWS: list = _training_rows() + _tnx_rows() + _tnx_batch_rows() + _trn2_rows()
+def _bert_rows() -> list:
+    """AWS's Trn1 encoder training table (SDK 2.28): Hugging Face BERT-Large phase 1 (sequence
+    128), data parallel over every core, gradient accumulation to the global batch."""
+    rows = []
+    for nodes, mb, gbs, dtype, opt, value in (
+        (16, 16, 1048576, "bfloat16", "LAMB", 57407.9207),
+        (16, 8, 1048576, "float32", "LAMB", 32362.6714),
+        (1, 16, 16384, "bfloat16", "AdamW", 3826.6103),
+    ):
+        prec = "BF16 + stochastic rounding" if dtype == "bfloat16" else "FP32"
+        rows.append(
+            Published(
+                "training",
+                "trn1",
+                "BERT-Large phase 1",
+                f"{nodes} x trn1.32xlarge, DP={32 * nodes}, seq 128, micro-batch {mb}, global "
+                f"batch {gbs:,}, {prec}, {opt} (SDK 2.28)",
+                value,
+                "seq/s",
+                TRN1_TRAINING,
+                "validation",
+                training=DataParallel("trn1.32xlarge", nodes, 128, mb, gbs, dtype),
+                note="attention written out with dropout (Hugging Face BertLayer); masked-LM "
+                "logits over every position; one gradient all-reduce and optimizer update per "
+                "step",
+            )
+        )
+    return rows
+
+
+ROWS: list = _training_rows() + _bert_rows() + _tnx_rows() + _tnx_batch_rows() + _trn2_rows()
 CALIBRATION: list = [r for r in ROWS if r.split == "calibration"]
 VALIDATION: list = [r for r in ROWS if r.split == "validation"]
 EXCLUDED: list = [r for r in ROWS if r.split == "excluded"]

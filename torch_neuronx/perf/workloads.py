@@ -249,6 +249,95 @@ def training_step(w: Training) -> dict:
     return {"step_s": step, "mfu": flops / step / peak, "sync_s": sync, "optimizer_s": opt}
 
 
+@dataclasses.dataclass(frozen=True)
+class Bert:
+    hidden: int
+    heads: int
+    ffn: int
+    layers: int
+    vocab: int
+
+    @property
+    def params(self) -> float:
+        d = self.hidden
+        return self.layers * (4 * d * d + 2 * d * self.ffn) + self.vocab * d
+
+
+#: Hugging Face bert-large-uncased config.json
+BERT_LARGE = Bert(1024, 16, 4096, 24, 30522)
+
+
+def _bert_layer(x, wqkv, bqkv, wo, bo, w1, b1, w2, b2, g1, be1, g2, be2, heads, seqs, p):
+    """One BERT encoder layer as Hugging Face's BertLayer computes it in training: attention
+    written out (scores, softmax, dropout, weighted sum: the eager attention the Neuron BERT
+    tutorial traces), post-norm, GELU feed-forward, dropout ``p`` after attention and FFN."""
+    t, d = x.shape
+    s, hd = t // seqs, d // heads
+    q, k, v = (x @ wqkv + bqkv).view(seqs, s, 3, heads, hd).permute(2, 0, 3, 1, 4)
+    a = torch.softmax(q @ k.transpose(-1, -2) / hd**0.5, dim=-1)
+    a = F.dropout(a, p) @ v
+    x = F.layer_norm(x + F.dropout(a.transpose(1, 2).reshape(t, d) @ wo + bo, p), (d,), g1, be1)
+    f = F.gelu(x @ w1 + b1) @ w2 + b2
+    return F.layer_norm(x + F.dropout(f, p), (d,), g2, be2)
+
+
+@functools.lru_cache(maxsize=8)
+def trace_bert_layer(m: Bert, seqs: int, seq: int, dtype_name: str) -> graph.GraphPlan:
+    """Plan of one BERT layer's forward and backward for ``seqs`` sequences of ``seq`` tokens."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    dt = getattr(torch, dtype_name)
+    d, f = m.hidden, m.ffn
+    shapes = [(seqs * seq, d), (d, 3 * d), (3 * d,), (d, d), (d,), (d, f), (f,), (f, d), (d,)]
+    shapes += [(d,)] * 4 + [(seqs * seq, d)]
+    with FakeTensorMode():
+        args = [torch.empty(x, dtype=dt, requires_grad=i < 13) for i, x in enumerate(shapes)]
+
+    def fn(*a):
+        out = _bert_layer(*a[:13], m.heads, seqs, 0.1)
+        return torch.autograd.grad(out, a[:13], a[13])
+
+    gm = make_fx(fn, tracing_mode="fake")(*args)
+    return graph.plan_graph(gm, f"bert layer(seqs={seqs}, seq={seq}, {dtype_name})")
+
+
+@dataclasses.dataclass(frozen=True)
+class DataParallel:
+    """A data-parallel-only run (every core holds the whole model)."""
+
+    instance: str
+    nodes: int
+    seq: int
+    micro_batch: int
+    global_batch: int
+    dtype: str  # bfloat16 | float32
+
+
+def bert_step(w: DataParallel, m: Bert = BERT_LARGE) -> dict:
+    """Modeled seconds of one BERT pre-training step, data parallel over every core of
+    ``nodes`` instances with gradient accumulation: each core runs global_batch / (cores x
+    micro_batch) micro-batches of forward + backward (the layers, the masked-LM head over every
+    position, as Hugging Face's BertForPreTraining computes it), then one all-reduce of the
+    gradients and one optimizer update (LAMB/AdamW: FP32 parameter, gradient, two moments
+    read; parameter and moments written), once per step."""
+    tgt = for_instance(w.instance)
+    dt = getattr(torch, w.dtype)
+    size = torch.empty((), dtype=dt).element_size()
+    cores = w.nodes * tgt.cores_per_instance
+    plan = trace_bert_layer(m, w.micro_batch, w.seq, w.dtype)
+    tokens = w.micro_batch * w.seq
+    head = estimate.estimate_op(
+        "mm", [(tokens, m.hidden), (m.hidden, m.vocab)], dt, tgt, in_graph=True
+    ).duration * 3
+    micro = m.layers * layer_time(plan, tgt) + head + params.current().graph_launch_s
+    micro_batches = w.global_batch // (cores * w.micro_batch)
+    sync = collective_cost("all_reduce", m.params * size, list(range(cores)), tgt).duration
+    opt = m.params * 7 * 4 / tgt.core.hbm_bw
+    step = overlap.accumulated_step(micro, micro_batches, once_s=opt, blocking_s=sync)
+    return {"step_s": step, "sync_s": sync, "optimizer_s": opt}
+
+
 def sampling(m: Llama, ranks: list, tgt: Target, batch: int = 1) -> float:
     """On-device greedy sampling per token: the vocabulary-sharded logits gathered across the
     TP group (bf16) and an argmax over them (NxD Inference and transformers-neuronx sample on
@@ -293,6 +382,8 @@ SERVING_PER_CALL_S = float(hw.SYNC_GRAPH_LAUNCH)
 def predict(row) -> float:
     """The modeled figure of a published row (``workload_data.Published``), in its unit: seq/s
     for training, device milliseconds for decode and prefill (the serving term excluded)."""
+    if row.kind == "training" and isinstance(row.training, DataParallel):
+        return row.training.global_batch / bert_step(row.training)["step_s"]
     if row.kind == "training":
         return row.training.global_batch / training_step(row.training)["step_s"]
     m = MODELS[row.model]
