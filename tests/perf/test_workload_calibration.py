@@ -23,7 +23,9 @@ def test_stored_constants_are_a_local_optimum_of_the_calibration_fit():
 )
 def test_stored_constants_are_the_full_fit_of_the_calibration_set():
     fitted, s = workload_fit.fit(), workload_fit.stored()
-    assert s["trn1_chip_reduce_fixed_s"] == pytest.approx(fitted["trn1_chip_reduce_fixed_s"], rel=0.02)
+    assert s["trn1_chip_reduce_fixed_s"] == pytest.approx(
+        fitted["trn1_chip_reduce_fixed_s"], rel=0.02
+    )
     assert s["hbm_efficiency"] == pytest.approx(fitted["hbm_efficiency"])
     assert s["tensor_efficiency"] == pytest.approx(fitted["tensor_efficiency"], abs=0.01)
 

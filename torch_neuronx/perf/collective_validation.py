@@ -95,6 +95,5 @@ def both_markdown() -> str:
         + f"\n\nValidation set (never fitted; source: {data.URL}):\n\n"
         + markdown(data.VALIDATION)
         + "\n\nExcluded (published, but inconsistent with the other runs; neither fitted nor "
-        "validated):\n\n"
-        + excluded_markdown()
+        "validated):\n\n" + excluded_markdown()
     )

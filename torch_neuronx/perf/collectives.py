@@ -263,7 +263,7 @@ _REDUCING = ("all_reduce", "reduce_scatter", "reduce")
 
 
 def op_class(op: str) -> str:
-    """"reduce" for reductions, "move" for pure data movement (the measured model's classes)."""
+    """ "reduce" for reductions, "move" for pure data movement (the measured model's classes)."""
     return "reduce" if normalize(op) in _REDUCING else "move"
 
 

@@ -42,7 +42,9 @@ def workload_bands(rows=None, pairs=None) -> dict:
     from . import validation, workloads
 
     rows = validation.all_rows() if rows is None else rows
-    pairs = validation.workload_rows(validation.workload_data.VALIDATION) if pairs is None else pairs
+    pairs = (
+        validation.workload_rows(validation.workload_data.VALIDATION) if pairs is None else pairs
+    )
     out: dict = {}
 
     def add(kind, s):

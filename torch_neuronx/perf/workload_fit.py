@@ -107,7 +107,11 @@ def losses_around(stored: dict) -> dict:
     stored values are the fit's optimum."""
     dec = [r for r in workload_data.CALIBRATION if r.kind == "decode" and r.gen == "trn1"]
     bound = [r for r in workload_data.CALIBRATION if r.kind in ("training", "prefill")]
-    c, h, e = stored["trn1_chip_reduce_fixed_s"], stored["hbm_efficiency"], stored["tensor_efficiency"]
+    c, h, e = (
+        stored["trn1_chip_reduce_fixed_s"],
+        stored["hbm_efficiency"],
+        stored["tensor_efficiency"],
+    )
     out = {}
     with params.override(tensor_efficiency=1.0, hbm_efficiency=h):
         row = []

@@ -230,9 +230,7 @@ def training_step(w: Training) -> dict:
     shard = m.params / (tp * pp)
     cpi = tgt.cores_per_instance
     per_inst = max(1, cpi // (tp * pp)) if tp * pp < cpi else 1
-    dp_ranks = [
-        (i // per_inst) * max(cpi, tp * pp) + (i % per_inst) * tp * pp for i in range(dp)
-    ]
+    dp_ranks = [(i // per_inst) * max(cpi, tp * pp) + (i % per_inst) * tp * pp for i in range(dp)]
     share = tgt.cores_per_chip
     sync = 0.0
     if dp > 1:
@@ -327,9 +325,12 @@ def bert_step(w: DataParallel, m: Bert = BERT_LARGE) -> dict:
     cores = w.nodes * tgt.cores_per_instance
     plan = trace_bert_layer(m, w.micro_batch, w.seq, w.dtype)
     tokens = w.micro_batch * w.seq
-    head = estimate.estimate_op(
-        "mm", [(tokens, m.hidden), (m.hidden, m.vocab)], dt, tgt, in_graph=True
-    ).duration * 3
+    head = (
+        estimate.estimate_op(
+            "mm", [(tokens, m.hidden), (m.hidden, m.vocab)], dt, tgt, in_graph=True
+        ).duration
+        * 3
+    )
     micro = m.layers * layer_time(plan, tgt) + head + params.current().graph_launch_s
     micro_batches = w.global_batch // (cores * w.micro_batch)
     sync = collective_cost("all_reduce", m.params * size, list(range(cores)), tgt).duration

@@ -553,7 +553,9 @@ _T3 = {
     ),
     "chip:reduce": (
         _from(101.5 * US, "s", "no Trn3 run: Trn2's"),
-        _from(263 * G, "B/s", "Trn2's 105.3 GB/s x 2.5 (NeuronLink 2.56 vs 1.024 TB/s)", "NCCOM,T3"),
+        _from(
+            263 * G, "B/s", "Trn2's 105.3 GB/s x 2.5 (NeuronLink 2.56 vs 1.024 TB/s)", "NCCOM,T3"
+        ),
     ),
     "instance": _T2["instance"],
 }
