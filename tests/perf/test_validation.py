@@ -64,7 +64,11 @@ def test_validation_meets_the_issue_criterion_where_it_does(pairs):
 def test_serving_stack_is_its_own_line_never_in_device_time(pairs):
     r, v = next((r, v) for r, v in pairs if r.serving and r.kind == "decode")
     assert v == pytest.approx(workloads.predict(r))  # device time only
+    assert workloads.compared(r, v) == v  # vLLM's async execution hides the per-call dispatch
     assert "[ASYNC]" in validation.workload_markdown([(r, v)])
+    # a serving stack's time to first token is compared with the serving term on
+    p, pv = next((r, v) for r, v in pairs if r.serving and r.kind == "prefill")
+    assert workloads.compared(p, pv) == pytest.approx(pv + workloads.SERVING_PER_CALL_S * 1e3)
 
 
 def test_stored_range_bands_are_the_validation_errors(rows, pairs):

@@ -185,7 +185,12 @@ def workload_markdown(pairs=None) -> str:
     for r, v in pairs:
         serving = (
             f"+{workloads.SERVING_PER_CALL_S * 1e3:.3g} ms per graph call in synchronous mode "
-            "[ASYNC] (async mode hides it)"
+            "[ASYNC]; "
+            + (
+                "compared with it on (one call)"
+                if r.kind == "prefill"
+                else "not compared (async mode hides it)"
+            )
             if r.serving
             else ""
         )
