@@ -36,7 +36,8 @@ model above predicts collectives 9-15x faster than AWS's published nccom-test ru
 fixed cost of microseconds to hundreds of microseconds and a bus bandwidth far below the link
 peaks. The measured model charges fixed(L) + factor(op, p) * n / busbw(L) for the widest level L
 the group spans, with the constants fitted to those runs (``hardware.COLLECTIVE_FIT``,
-``perf/collective_fit.py``, ``perf/collective_data.py``). nccom-test times NEFFs of collective
+``perf/collective_fit.py``, ``perf/collective_data.py``); where a level has its own fit for
+reductions (``"<level>:reduce"``: all-reduce, reduce-scatter, reduce), those ops use it. nccom-test times NEFFs of collective
 instructions, so that is the in-graph cost; an eager collective adds one eager launch.
 
 Under ``collective_model="peak"`` each collective also pays one eager launch (``params.eager_launch_s``; a kernel's overhead
