@@ -22,6 +22,9 @@ SBUF_ONLY = (SBUF,)
 PSUM_ONLY = (PSUM,)
 DMA_OK = (SBUF,) + HBM
 
+#: the instructions that take the packed MX types (others would read their bits as numbers)
+MX_OPCODES = frozenset({"dma_copy", "tensor_copy", "quantize_mx", "nc_matmul_mx"})
+
 _BUF_NAMES = {
     SBUF: "SBUF",
     PSUM: "PSUM",
@@ -44,6 +47,13 @@ def operand(ex, opcode: str, role: str, x, allowed, write: bool = False, psum_st
         fail(f"nisa.{opcode}: {role} must be an NKI tensor, got {type(x).__name__} ({x!r})")
     st = x.storage
     buf = st.buffer
+    if type(x.dtype) is dtypes.NkiOnlyDType and x.dtype.packed and opcode not in MX_OPCODES:
+        fail(
+            f"nisa.{opcode}: {role} is the packed MX type nl.{x.dtype.name} (four values per "
+            f"element); only dma_copy, tensor_copy (to the same type), quantize_mx and "
+            f"nc_matmul_mx take it: dequantize with nc_matmul_mx, or view the bits as an integer "
+            f"type (t.view(nl.int32 / nl.int16))"
+        )
     if buf not in allowed:
         fail(f"nisa.{opcode}: {role} must be in {_where(allowed)}, but it is in {_BUF_NAMES[buf]}")
     if st.rec is not None:
