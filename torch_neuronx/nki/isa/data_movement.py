@@ -141,6 +141,8 @@ def memset(dst, value, engine=engine.unknown, name=None, mask=None):
     if ex.compute:
         m = mask_of(mask, dst)
         if m is None and hasattr(dst, "tensor"):
+            if dst.storage.pending is not None and dst.covers_storage():
+                dst.storage.pending = None  # the memset writes every element
             dst.tensor.fill_(value)
         else:
             dst.write(torch.full(dst.shape, value, dtype=dtypes.storage_dtype(dst.dtype)), m)
