@@ -9,8 +9,9 @@ float32 tensors: the same loops, the same tiles, one torch op per instruction (a
 ``copy_`` into a preallocated tile, ``tensor_tensor`` a ``torch.add(..., out=)``, the scan
 the same doubling the simulator uses, ...), on one thread. The ratio is what simulating costs
 over doing the kernel's arithmetic: operand checks, views, the cost schedule, allocation
-bookkeeping. Host CPU time of the calling thread (``time.thread_time``), best of repeated
-runs, so time the host spends on other processes is excluded. Measurements, not tests.
+bookkeeping. Host CPU time of the calling thread (``time.thread_time``), best of 21 runs
+taken alternately with the plain version, so time the host spends on other processes is
+excluded and load changes hit both sides alike. Measurements, not tests.
 """
 
 from __future__ import annotations
@@ -42,6 +43,21 @@ def best(fn, reps):
         fn()
         out.append(time.thread_time() - t0)
     return min(out)
+
+
+def best_pair(fa, fb, reps):
+    """Best times of ``fa`` and ``fb`` measured alternately (load changes hit both alike)."""
+    fa()
+    fb()
+    ta, tb = [], []
+    for _ in range(reps):
+        t0 = time.thread_time()
+        fa()
+        ta.append(time.thread_time() - t0)
+        t0 = time.thread_time()
+        fb()
+        tb.append(time.thread_time() - t0)
+    return min(ta), min(tb)
 
 
 # ---- the kernels' tile programs as plain torch ops (CPU, fp32)
@@ -167,13 +183,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args(argv)
-    reps = 2 if a.quick else 7
+    reps = 3 if a.quick else 21
     torch.manual_seed(0)
     torch.set_num_threads(1)  # the simulator runs its instructions on one thread
     print(f"{'kernel':<40}{'instr':>7}{'sim ms':>9}{'plain ms':>10}{'ratio':>8}")
     for name, args, kernel, plain in cases():
-        sim = best(lambda: kernel(*args), reps)  # noqa: B023
-        ref = best(plain, reps)
+        sim, ref = best_pair(lambda: kernel(*args), plain, reps)  # noqa: B023
         n = kernel.last_report.total_instructions
         print(f"{name:<40}{n:>7}{sim * 1e3:>9.2f}{ref * 1e3:>10.2f}{sim / ref:>8.2f}")
 

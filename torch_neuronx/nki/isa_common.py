@@ -150,6 +150,45 @@ def write(dst, value: torch.Tensor, mask=None):
     dst.write(value, mask)
 
 
+#: torch functions that take ``out=``: an instruction's result goes straight into its dst
+#: (a temporary the size of a tile would cost a fresh allocation, i.e. page faults, per call)
+_OUT_OK = frozenset(
+    {torch.add, torch.sub, torch.mul, torch.div, torch.maximum, torch.minimum, torch.pow}
+)
+
+
+def write_into(dst, fn, *args) -> bool:
+    """``dst = fn(*args)`` computed in place into ``dst``'s memory when ``fn`` takes ``out=``
+    and ``dst`` overlaps no input other than as the very same view; False when not done
+    (then the caller writes ``fn``'s result as usual)."""
+    if fn not in _OUT_OK or dst.__class__ is not NkiTensor:
+        return False
+    st = dst.storage
+    for a in args:
+        if a.__class__ is NkiTensor and a.storage is st:
+            same = (a.offset, a.shape, a.strides, a.dtype) == (
+                dst.offset,
+                dst.shape,
+                dst.strides,
+                dst.dtype,
+            )
+            if not same:
+                return False
+    if st.pending is not None and dst.covers_storage():
+        st.pending = None  # the result covers the whole tile
+    out = dst.tensor
+    shape = out.shape
+    vals = []
+    for a in args:
+        if a.__class__ is NkiTensor:
+            a = a.tensor
+            if a.shape != shape:
+                a = a.reshape(shape)
+        vals.append(a)
+    fn(*vals, out=out)
+    return True
+
+
 def record(ex, engine: str, x, inputs: int = 1, seconds=None):
     """Count the instruction on ``engine`` and place it on the modeled schedule (an
     element-wise instruction over ``x``'s elements per partition unless ``seconds`` given)."""

@@ -119,6 +119,8 @@ def tensor_copy(dst, src, engine=engine.unknown, name=None, mask=None, dtype=Non
 
 def _same_if_packed(opcode, dst, src):
     """A packed MX tile moves as bits: both sides must have the same packed type."""
+    if type(dst.dtype) is not dtypes.NkiOnlyDType and type(src.dtype) is not dtypes.NkiOnlyDType:
+        return  # the common case: no packed type involved
     packed = [t for t in (dst, src) if dtypes.is_packed_mx(t.dtype)]
     if packed and src.dtype is not dst.dtype:
         fail(

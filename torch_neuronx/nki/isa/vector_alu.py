@@ -22,6 +22,7 @@ from ..isa_common import (
     scalar_or_vector,
     unary_operands,
     write,
+    write_into,
 )
 from ..ops import ARITH, BITVEC
 from ..ops import get as _op
@@ -70,7 +71,10 @@ def tensor_tensor(dst, data1, data2, op, engine=engine.unknown, name=None, mask=
     if ex.compute:
         if mask is None and same_float(dst, data1, data2) and op.kind == ARITH:
             # torch computes 16-bit float ops in float32 and rounds once: the engine's result
-            write(dst, op.binary(data1.tensor.reshape(dst.shape), data2.tensor.reshape(dst.shape)))
+            if not write_into(dst, op.binary, data1, data2):
+                write(
+                    dst, op.binary(data1.tensor.reshape(dst.shape), data2.tensor.reshape(dst.shape))
+                )
             return
         m = mask_of(mask, dst)
         if op.kind == BITVEC or ints:
