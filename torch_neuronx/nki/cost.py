@@ -9,8 +9,9 @@ op (the roofline of ``torch_neuronx.perf`` is for whole ops):
   are done being written (write-after-write; whole-tensor granularity) [NKI1: "each engine has
   its own instruction stream ... synchronised by semaphores"];
 - an element-wise instruction over N elements per partition takes ``max(64, N / speed-up)``
-  engine cycles on 128 lanes (two-input VectorE instructions 2N), with the 16-bit modes of
-  NeuronCore-v3/v4 (``perf.roofline.element_rate``; MIN_II ~64 cycles [SHARED]);
+  engine cycles on 128 lanes (two-input VectorE instructions 2N [NKI1], fp32 ones scaled by
+  ``VECTOR_FP32_BINARY_CALIBRATION``, fitted to a published profile), with the 16-bit modes
+  of NeuronCore-v3/v4 (``perf.roofline.element_rate``; MIN_II ~64 cycles [SHARED]);
 - ``nc_matmul`` takes ``max(N, 64)`` TensorE cycles for N moving columns [NKI1], 4x for fp32
   inputs and half for fp8 double-row mode [SCHEMA, NKI2];
 - DMA: transfers share the core's DMA bandwidth (16 engines, 368 GB/s per NeuronCore-v3
