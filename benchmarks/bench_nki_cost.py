@@ -25,15 +25,18 @@ Everything here is **modeled** time; the printed error is modeled / published - 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "nki")
+)
 
-import nki_mamba_kernels as mk  # noqa: E402
+import mamba_tutorial as mk  # noqa: E402
+
+from torch_neuronx.runtime.engines import Engine  # noqa: E402
 
 US, MS = 1e-6, 1e-3
 # (split, kernel, channels, seq, published seconds, published VectorE active fraction or None)
@@ -60,30 +63,10 @@ def fitted_calibration(current: float, published_busy: float, modeled_busy: floa
     return current * published_busy / modeled_busy
 
 
-@contextlib.contextmanager
-def neuroncore_v2():
-    """Kernels placed on a NeuronCore-v2 (Trn1's core, LNC=1) for their modeled schedule; the
-    emulated instance (allocator, devices) is unchanged."""
-    from torch_neuronx.nki import target
-    from torch_neuronx.runtime import hardware
-
-    view = target.CoreTarget(hardware.logical_core("trn1"))
-    saved = target.current
-    target.current = lambda: view
-    try:
-        yield view
-    finally:
-        target.current = saved
-
-
 def modeled(kernel: str, channels: int, seq: int):
     """(modeled seconds, VectorE busy fraction, report) of one tutorial kernel on a v2 core."""
-    args = mk.inputs(channels=channels, seq=seq)
-    k = getattr(mk, kernel)
-    with neuroncore_v2():
-        k(*args)
-    r = k.last_report
-    vec = next((v for e, v in r.modeled_busy.items() if str(e) in ("vector", "Engine.vector")), 0)
+    r = mk.modeled_on_neuroncore_v2(kernel, channels, seq)
+    vec = r.modeled_busy.get(Engine.vector, 0.0)
     return r.modeled_seconds, vec / r.modeled_seconds, r
 
 
@@ -102,18 +85,24 @@ def main(argv=None):
     ap.add_argument("--full", action="store_true", help="every published point (minutes)")
     a = ap.parse_args(argv)
     torch.manual_seed(0)
-    print(f"{'split':<12}{'kernel':<10}{'chan':>6}{'seq':>6}{'published':>12}{'modeled':>12}"
-          f"{'error':>8}{'VecE pub':>10}{'VecE mod':>10}")
+    print(
+        f"{'split':<12}{'kernel':<10}{'chan':>6}{'seq':>6}{'published':>12}{'modeled':>12}"
+        f"{'error':>8}{'VecE pub':>10}{'VecE mod':>10}"
+    )
     from torch_neuronx.nki import cost
 
     for split, kernel, ch, seq, pub_s, s, pub_vec, vec in rows(a.full):
         pv = f"{pub_vec:.1%}" if pub_vec is not None else "-"
-        print(f"{split:<12}{kernel:<10}{ch:>6}{seq:>6}{pub_s * 1e6:>10.1f}us{s * 1e6:>10.1f}us"
-              f"{s / pub_s - 1:>+8.1%}{pv:>10}{vec:>10.1%}")
+        print(
+            f"{split:<12}{kernel:<10}{ch:>6}{seq:>6}{pub_s * 1e6:>10.1f}us{s * 1e6:>10.1f}us"
+            f"{s / pub_s - 1:>+8.1%}{pv:>10}{vec:>10.1%}"
+        )
         if split == "calibration":
             k = fitted_calibration(cost.VECTOR_FP32_BINARY_CALIBRATION, pub_s * pub_vec, s * vec)
-            print(f"  fit: VECTOR_FP32_BINARY_CALIBRATION = {k:.3f} "
-                  f"(now {cost.VECTOR_FP32_BINARY_CALIBRATION})")
+            print(
+                f"  fit: VECTOR_FP32_BINARY_CALIBRATION = {k:.3f} "
+                f"(now {cost.VECTOR_FP32_BINARY_CALIBRATION})"
+            )
 
 
 if __name__ == "__main__":

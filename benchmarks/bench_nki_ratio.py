@@ -25,10 +25,9 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples", "nki"))
-sys.path.insert(0, HERE)
 
+import mamba_tutorial as mk  # noqa: E402
 import matmul  # noqa: E402
-import nki_mamba_kernels as mk  # noqa: E402
 import softmax  # noqa: E402
 import tensor_add  # noqa: E402
 

@@ -47,9 +47,7 @@ def mx_matmul_offline(st_bits, st_scale, mv_bits, mv_scale, mx_dtype):
     st_sc = _scales_to_quadrants(st_scale, K, M)
     mv_sc = _scales_to_quadrants(mv_scale, K, N)
     res = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.psum)
-    nisa.nc_matmul_mx(
-        dst=res, stationary=st, moving=mv, stationary_scale=st_sc, moving_scale=mv_sc
-    )
+    nisa.nc_matmul_mx(dst=res, stationary=st, moving=mv, stationary_scale=st_sc, moving_scale=mv_sc)
     sb = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.sbuf)
     nisa.tensor_copy(dst=sb, src=res)
     out = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.shared_hbm)

@@ -125,7 +125,9 @@ def blocked_matmul(lhsT, rhs):
         # the stationary column block stays in SBUF for every N tile (SBUF blocking)
         a = nl.ndarray((128, K // 128, 128), dtype=lhsT.dtype, buffer=nl.sbuf)
         for k in nl.affine_range(K // 128):
-            nisa.dma_copy(dst=a[:, k, :], src=lhsT[k * 128 : (k + 1) * 128, m * 128 : (m + 1) * 128])
+            nisa.dma_copy(
+                dst=a[:, k, :], src=lhsT[k * 128 : (k + 1) * 128, m * 128 : (m + 1) * 128]
+            )
         for n in nl.affine_range(N // 512):
             p = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
             for k in nl.affine_range(K // 128):
@@ -191,7 +193,10 @@ def collection():
                 dict(rtol=0, atol=0),
             ),
         ),
-        ("nki-samples spmd tensor add (legacy, grid 2x2)", lambda: (spmd_add[2, 2](a, b), a + b, t5)),
+        (
+            "nki-samples spmd tensor add (legacy, grid 2x2)",
+            lambda: (spmd_add[2, 2](a, b), a + b, t5),
+        ),
         (
             "nki-samples layernorm",
             lambda: (

@@ -1,26 +1,19 @@
 """The cost model against AWS's published Fused Mamba profiles (NeuronCore-v2), cheaply: one
 channel tile pair instead of the tutorial's 4096 channels, compared per (state, channel
 tile) iteration, which is what the published figures scale with (benchmarks/bench_nki_cost.py
-runs the full shapes; docs/nki.md, "Cost rules against published profiles", has the table)."""
+runs the full shapes; docs/nki.md, "Cost rules against published profiles", has the table).
+The kernels are examples/nki/mamba_tutorial.py."""
 
-import os
-import sys
-
+import mamba_tutorial as mk
 import pytest
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "benchmarks"))
-
-import bench_nki_cost as bc  # noqa: E402
-import nki_mamba_kernels as mk  # noqa: E402
-
-from torch_neuronx.nki import cost  # noqa: E402
-from torch_neuronx.runtime.engines import Engine  # noqa: E402
+from torch_neuronx.nki import cost
+from torch_neuronx.runtime.engines import Engine
 
 
 def _vector_busy_per_iteration(kernel, channels, seq, tile_iterations):
-    _, _, report = bc.modeled(kernel, channels, seq)
+    report = mk.modeled_on_neuroncore_v2(kernel, channels, seq)
     return report.modeled_busy[Engine.vector] / tile_iterations
 
 
@@ -39,7 +32,7 @@ def test_validation_point_mamba_v3_time_per_iteration():
     16 states x 2 seq tiles; the modeled total per iteration is within 10% (measured +3.8%
     at the full shape)."""
     published = 3.3e-3 / (32 * 16 * 2)
-    s, _, _ = bc.modeled("mamba_v3", 256, 1024)
+    s = mk.modeled_on_neuroncore_v2("mamba_v3", 256, 1024).modeled_seconds
     per = s / (2 * 16 * 2)
     assert per == pytest.approx(published, rel=0.10), (per, published)
 

@@ -25,8 +25,9 @@ def overlapping(x, v):
         elif case == 1:  # dst overlaps data1 shifted by one column
             nisa.tensor_tensor(dst=t[:, 1:F], data1=t[:, 0 : F - 1], data2=t[:, 1:F], op=nl.add)
         elif case == 2:  # in place with a per-partition operand and a second operator
-            nisa.tensor_scalar(dst=t, data=t, op0=nl.subtract, operand0=vv, op1=nl.multiply,
-                               operand1=2.0)
+            nisa.tensor_scalar(
+                dst=t, data=t, op0=nl.subtract, operand0=vv, op1=nl.multiply, operand1=2.0
+            )
         elif case == 3:  # shifted overlap
             nisa.tensor_scalar(dst=t[:, 0 : F - 1], data=t[:, 1:F], op0=nl.multiply, operand0=vv)
         else:  # activation in place (same storage): scale and bias then exp

@@ -15,7 +15,6 @@ from .arguments import mask_of
 from .enums import reduce_cmd
 from .vector_alu import same_float
 
-
 #: activation functions that take ``out=``
 _ACT_OUT = frozenset(
     {

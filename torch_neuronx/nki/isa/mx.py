@@ -172,9 +172,7 @@ def nc_matmul_mx(
         fail(f"nisa.{opc}: dst is {dtypes.name(dd)}; it must be float32 or bfloat16")
     nmax = 512 if dd is torch.float32 else 1024
     if N > nmax:
-        fail(
-            f"nisa.{opc}: moving free size {N} exceeds {nmax} (dst {dtypes.name(dd)}); tile N"
-        )
+        fail(f"nisa.{opc}: moving free size {N} exceeds {nmax} (dst {dtypes.name(dd)}); tile N")
     if dst.partitions != M or dst.free_size != N:
         fail(f"nisa.{opc}: dst shape {dst.shape} must be ({M}, {N}) = (stationary, moving free)")
     s_rows = _scale_rows(opc, "stationary_scale", stationary_scale, K, M)

@@ -1,7 +1,9 @@
 """The three Mamba kernels of AWS's "Fused Mamba" NKI tutorial, re-written here in the 0.2+ API
 after the tutorial's description (the same loop orders, instruction choices and tile sizes;
 not a copy of its code), for checking the cost model against the tutorial's published
-profiles (benchmarks/bench_nki_cost.py).
+profiles (benchmarks/bench_nki_cost.py, tests/nki/test_cost_calibration.py).
+
+    python examples/nki/mamba_tutorial.py     # the three kernels against the reference
 
 Tutorial: https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/nki/tutorials/fused_mamba.html
 (source: aws-neuron/aws-neuron-sdk, nki/guides/tutorials/fused_mamba.rst). Per (state, channel
@@ -16,6 +18,8 @@ accumulation over states: four fp32 ``tensor_tensor`` and one scan.
 - ``mamba_v3``: v2 plus ``seq_len`` tiled by 512 as the innermost loop, the scan chained
   through ``initial`` (the previous tile's last column).
 """
+
+import contextlib
 
 import torch
 
@@ -33,7 +37,9 @@ def _bcast(row, cols, ones):
     p = nl.ndarray((P, n), dtype=nl.float32, buffer=nl.psum)
     for j in range(0, n, 512):  # one PSUM bank (512 fp32) per matmul
         w = min(512, n - j)
-        nisa.nc_matmul(dst=p[:, j : j + w], stationary=ones, moving=row[:, cols.start + j : cols.start + j + w])
+        nisa.nc_matmul(
+            dst=p[:, j : j + w], stationary=ones, moving=row[:, cols.start + j : cols.start + j + w]
+        )
     return p
 
 
@@ -49,7 +55,11 @@ def _state_step(delta_t, u_t, A_t, s, B_r, C_r, ones, acc, cols, init=None):
     nisa.tensor_tensor(dst=dbu, data1=du, data2=_bcast(B_r, cols, ones), op=nl.multiply)
     h = nl.ndarray((P, n), dtype=nl.float32, buffer=nl.sbuf)
     nisa.tensor_tensor_scan(
-        dst=h, data0=da, data1=dbu, initial=0.0 if init is None else init, op0=nl.multiply,
+        dst=h,
+        data0=da,
+        data1=dbu,
+        initial=0.0 if init is None else init,
+        op0=nl.multiply,
         op1=nl.add,
     )
     hc = nl.ndarray((P, n), dtype=nl.float32, buffer=nl.sbuf)
@@ -164,3 +174,40 @@ def reference(delta, u, A, B, C):
         h = dA[..., t] * h + dBu[..., t]
         ys.append((h * C[:, None, :, t]).sum(-1))
     return torch.stack(ys, -1)
+
+
+@contextlib.contextmanager
+def neuroncore_v2():
+    """Kernels placed on a NeuronCore-v2 (Trn1's core, LNC=1) for their modeled schedule, as
+    the tutorial's profiles were taken; the emulated instance (allocator, devices) is unchanged."""
+    from torch_neuronx.nki import target
+    from torch_neuronx.runtime import hardware
+
+    view = target.CoreTarget(hardware.logical_core("trn1"))
+    saved = target.current
+    target.current = lambda: view
+    try:
+        yield view
+    finally:
+        target.current = saved
+
+
+def modeled_on_neuroncore_v2(kernel: str, channels: int, seq: int, states: int = 16):
+    """The launch report of one tutorial kernel (``"mamba_v1"``...) on a NeuronCore-v2."""
+    k = globals()[kernel]
+    args = inputs(channels=channels, states=states, seq=seq)
+    with neuroncore_v2():
+        k(*args)
+    return k.last_report
+
+
+def main():
+    args = inputs(channels=256, seq=1024)
+    ref = reference(*args)
+    for k in (mamba_v1, mamba_v2, mamba_v3):
+        torch.testing.assert_close(k(*args).cpu(), ref, rtol=1e-4, atol=1e-4)
+        print(f"{k.__name__}: matches the PyTorch reference; {k.last_report}")
+
+
+if __name__ == "__main__":
+    main()
