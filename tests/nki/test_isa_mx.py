@@ -140,6 +140,27 @@ def test_mx_numerics_and_rules_on_neuroncore_v4(py):
             nisa.quantize_mx(dst=d, src=t, dst_scale=s)
         expect(fp32_src, "float16 or bfloat16", z)
 
+        def column_tiling(_):
+            a, s = tiles()
+            p = nl.ndarray((8, 8), dtype=nl.float32, buffer=nl.psum)
+            nisa.nc_matmul_mx(dst=p, stationary=a, moving=a, stationary_scale=s, moving_scale=s,
+                              tile_position=(0, 64), tile_size=(32, 64))
+        expect(column_tiling, "only row tiling", z)
+
+        def row_tile_too_small(_):
+            a, s = tiles(P=64)
+            p = nl.ndarray((8, 8), dtype=nl.float32, buffer=nl.psum)
+            nisa.nc_matmul_mx(dst=p, stationary=a, moving=a, stationary_scale=s, moving_scale=s,
+                              tile_position=(32, 0), tile_size=(32, 128))
+        expect(row_tile_too_small, "exceeds the row tile of 32", z)
+
+        def accumulate_first(_):
+            a, s = tiles()
+            p = nl.ndarray((8, 8), dtype=nl.float32, buffer=nl.psum)
+            nisa.nc_matmul_mx(dst=p, stationary=a, moving=a, stationary_scale=s, moving_scale=s,
+                              accumulate=True)
+        expect(accumulate_first, "no matmul has initialised it", z)
+
         def packed_in_alu(_):
             a, _s = tiles()
             nisa.tensor_tensor(dst=a, data1=a, data2=a, op=nl.add)
