@@ -279,3 +279,32 @@ def test_sendrecv_without_a_partner_is_a_named_deadlock():
     with pytest.raises(nki.NkiValidationError, match="deadlock: program 0 waits") as e:
         one_sided[2](*on_dev(torch.zeros(1, 1)))
     assert "test_isa_registers.py" in str(e.value)
+
+
+def test_sendrecv_kernel_in_an_nki_op_eager_and_compiled():
+    """Inside an nki_op: eager runs the pair as coroutines; torch.compile's fake-tensor trace
+    runs shapes only on one thread (fake tensor mode is per thread) and still checks rules."""
+    from torch_neuronx import nki_op
+
+    @nki.jit
+    def swap(x):
+        P, F = x.shape[0] // 2, x.shape[1]
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        rank = nl.program_id(0)
+        t = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+        r = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[rank * P : (rank + 1) * P, :])
+        nisa.sendrecv(src=t, dst=r, send_to_rank=1 - rank, recv_from_rank=1 - rank, pipe_id=0)
+        nisa.dma_copy(dst=out[rank * P : (rank + 1) * P, :], src=r)
+        return out
+
+    @nki_op("nki_tests::swap_halves", mutates_args={})
+    def swap_halves(x: torch.Tensor) -> torch.Tensor:
+        return swap[2](x)
+
+    x = torch.randn(64, 8)
+    want = torch.cat([x[32:], x[:32]])
+    (xd,) = on_dev(x)
+    assert torch.equal(swap_halves(xd).cpu(), want)
+    f = torch.compile(lambda t: swap_halves(t) * 2, backend="neuron")
+    torch.testing.assert_close(f(xd).cpu(), 2 * want)

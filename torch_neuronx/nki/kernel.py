@@ -208,7 +208,9 @@ class Kernel:
             wrapped_args, wrapped_kwargs = _wrap_all(ex, names, args, kwargs)
             result = None
             programs = list(itertools.product(*[range(g) for g in grid])) if grid else [()]
-            if len(programs) == 2 and lockstep.uses_communication(self.fn):
+            if len(programs) == 2 and not ex.abstract and lockstep.uses_communication(self.fn):
+                # (shapes-only runs stay on this thread: fake tensor mode is per thread, and
+                # there are no values to exchange)
                 # sendrecv / core_barrier: the pair's programs run as coroutines
                 def start(i):
                     ex.begin_program(programs[i], grid.core(programs[i], i))
