@@ -14,6 +14,6 @@ from __future__ import annotations
 
 from .api import evaluate_model, project_model  # noqa: F401
 from .build import SCHEMA, SCHEMA_VERSION, SECTIONS  # noqa: F401
-from .session import step  # noqa: F401
+from .steps import step  # noqa: F401
 
 __all__ = ["evaluate_model", "project_model", "step", "SCHEMA", "SCHEMA_VERSION", "SECTIONS"]
