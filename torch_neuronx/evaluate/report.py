@@ -148,7 +148,7 @@ def finish(rep: dict, fail_on=(), blocking=()) -> dict:
     (each a message: the run was interrupted, the script ended its own process)."""
     rep.setdefault("blocking", [])
     for message in reversed(list(blocking)):
-        rep["blocking"].insert(0, {"status": "fail", "item": message, "site": None})
+        rep["blocking"].insert(0, {"status": "fail", "item": message})
     reason = findings.withheld(rep) if rep.get("mode") != "fake" else _fake_withheld(rep)
     for key in ("projection", "fake_projection"):
         if rep.get(key) is not None and reason:
@@ -227,23 +227,6 @@ def readiness(rep: dict) -> list:
     return sorted(items, key=lambda i: order[i["status"]])
 
 
-def fits(rep: dict) -> tuple:
-    """(profiles that fit one core, every profile judged) for any mode: the measured peak
-    (memory.fit) or the fake layout's estimate (fake_projection.profiles). The one memory rule
-    of the gate and the verdict."""
-    fk = rep.get("fake_projection")
-    if fk is not None:
-        rows = [(r["profile"], r["fits"]) for r in fk.get("profiles") or [] if "fits" in r]
-    else:
-        me = rep.get("memory") or {}
-        rows = (
-            [(f["profile"], f["fits_one_core"]) for f in me.get("fit") or []]
-            if me.get("peak_allocated")
-            else []
-        )
-    return [p for p, ok in rows if ok], [p for p, _ in rows]
-
-
 def gate(rep: dict, fail_on) -> list:
     """The ``--fail-on`` conditions that hold (each a short reason), the same in every mode."""
     out = []
@@ -256,7 +239,7 @@ def gate(rep: dict, fail_on) -> list:
     if "numerics" in fail_on and (rep.get("numerics") or {}).get("verdict") == "fail":
         out.append("numerics: verdict fail")
     if "memory" in fail_on:
-        yes, judged = fits(rep)
+        yes, judged = verdict.fits(rep)
         if judged and not yes:
             out.append(f"memory: does not fit one core of any profile ({', '.join(judged)})")
     return out
