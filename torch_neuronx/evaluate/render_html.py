@@ -122,6 +122,10 @@ def figures(rep: dict, plt) -> dict:
             label="neuron",
             marker=".",
         )
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole
+    ax.set_xlim(left=0)  # no tick left of the first step (it met the loss axis's labels)
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
     if ax.get_legend_handles_labels()[0]:
@@ -173,6 +177,8 @@ def figures(rep: dict, plt) -> dict:
     ax.set_title("compile vs steady-state time")
     out["compile_vs_steady"] = fig
     for f in out.values():
+        for ax in f.axes:  # x labels clear of the lowest y label at the axes' corner
+            ax.tick_params(axis="x", pad=8)
         f.tight_layout()
     return out
 
