@@ -104,6 +104,8 @@ def figures(rep: dict, plt) -> dict:
     """{plot name: matplotlib figure}. Category labels go on the vertical axis (horizontal
     bars), one row each, so long labels never overlap (tests/evaluate/test_presentation.py
     checks their bounding boxes)."""
+    from matplotlib.ticker import MaxNLocator
+
     out = {}
     steps = rep.get("steps") or []
     nu = rep.get("numerics") or {}
@@ -122,8 +124,6 @@ def figures(rep: dict, plt) -> dict:
             label="neuron",
             marker=".",
         )
-    from matplotlib.ticker import MaxNLocator
-
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole
     ax.set_xlim(left=0)  # no tick left of the first step (it met the loss axis's labels)
     ax.set_xlabel("step")
@@ -176,9 +176,14 @@ def figures(rep: dict, plt) -> dict:
     ax.set_xlabel("wall s (this host)")
     ax.set_title("compile vs steady-state time")
     out["compile_vs_steady"] = fig
-    for f in out.values():
-        for ax in f.axes:  # x labels clear of the lowest y label at the axes' corner
-            ax.tick_params(axis="x", pad=8)
+    from matplotlib.ticker import FuncFormatter
+
+    for name, f in out.items():
+        for ax in f.axes:
+            ax.tick_params(axis="x", pad=8)  # clear of the lowest y label at the axes' corner
+            if name != "loss_curves":  # few, short figures: long ones ran into each other
+                ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
+                ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
         f.tight_layout()
     return out
 

@@ -243,3 +243,11 @@ def gate(rep: dict, fail_on) -> list:
         if judged and not yes:
             out.append(f"memory: does not fit one core of any profile ({', '.join(judged)})")
     return out
+
+
+def jsonable(x):
+    """``json.dump``'s ``default`` for a report: sets and tuples as lists, anything else as its
+    string (a report must always be written)."""
+    if isinstance(x, (set, frozenset, tuple)):
+        return list(x)
+    return str(x)

@@ -72,7 +72,7 @@ def write(rep: dict, out_dir: str, stem: str = "report", html: bool = True) -> d
         raise ValueError("report.finish(rep) completes a report before it is written")
     paths = {"json": os.path.join(out_dir, f"{stem}.json")}
     with open(paths["json"], "w") as f:
-        json.dump(rep, f, indent=1, default=_jsonable)
+        json.dump(rep, f, indent=1, default=_report.jsonable)
     if html:
         from .render_html import render
 
@@ -80,9 +80,3 @@ def write(rep: dict, out_dir: str, stem: str = "report", html: bool = True) -> d
         with open(paths["html"], "w") as f:
             f.write(render(rep))
     return paths
-
-
-def _jsonable(x):
-    if isinstance(x, (set, frozenset, tuple)):
-        return list(x)
-    return str(x)
