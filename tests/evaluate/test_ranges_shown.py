@@ -83,3 +83,35 @@ def test_likely_scales_times_and_costs_with_the_band_and_rates_inversely():
     assert [b["run"] for b in sec["range"]["backing"]["all"]] == [
         a for a, _, _ in ranges.BACKING["decode"]
     ]
+
+
+def test_summary_and_cost_give_their_costs_a_range_too():
+    """perf.measure().summary() and ``torch-neuronx cost --json``: a cost is time x price, so
+    its likely range is the time's."""
+    import json
+    import subprocess
+    import sys
+
+    from torch_neuronx import perf
+    from torch_neuronx.perf.events import Cost
+    from torch_neuronx.testing.child import child_env
+
+    with perf.measure(price_per_hour=36.0) as m:
+        perf.record(0, Cost("op", "aten::mm", "tensor", 100.0))
+    s = m.summary()
+    lo, hi = s["likely_range_s"]
+    assert s["likely_instance_cost_usd"] == pytest.approx((lo / 100.0, hi / 100.0))
+    out = subprocess.run(
+        [sys.executable, "-m", "torch_neuronx.tools.cli", "cost", "mm", "256x256", "256x256"]
+        + ["--json"],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=120,
+    )
+    for row in json.loads(out.stdout)["rows"]:
+        if row["usd_per_million_calls"] is None:
+            continue
+        t_lo, t_hi = row["likely_time_us"]
+        scale = row["usd_per_million_calls"] / row["modeled_time_us"]
+        assert row["likely_usd_per_million_calls"] == pytest.approx([t_lo * scale, t_hi * scale])

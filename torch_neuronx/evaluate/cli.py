@@ -197,7 +197,7 @@ def _run_cmd(args, profs, work, fail_on, tolerances) -> int:
         blocking.append(rep.message)
         rep = _report.empty(mode, argv, profs, error=error, rank=rank, world_size=world)
     elif rep.get("ended"):  # os._exit in the script
-        blocking.append(rep["ended"])
+        blocking.append(rep.pop("ended"))
     if got:  # the harness was sent a signal (and passed it on): interrupted, not an error
         blocking = [_interrupted(rep, got)]
     _report.finish(rep, fail_on, blocking)

@@ -123,12 +123,12 @@ def empty(mode: str, argv, profiles, *, error: dict, rank=0, world_size=1) -> di
     """A report with no measurements: the worker ended (a signal) before handing data back."""
     from .collector import Collector
 
-    c = Collector(profiles)
     rep = base(mode, argv, status="error", error=error, rank=rank, world_size=world_size)
     rep.update(touched_neuron=False, steps_completed=0, steps=[], work={}, blocking=[])
     if mode == "fake":
         rep["fake_projection"] = {"withheld": "", "profiles": [], "data_dependence": []}
         return rep
+    c = Collector(profiles)  # never started: the sections of a run that collected nothing
     rep["placement"] = build.placement(c)
     rep["host_sync"] = build.host_sync(c, 0)
     rep["memory"] = build.memory(c, None, profiles)
