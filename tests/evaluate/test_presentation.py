@@ -226,3 +226,30 @@ def _drawn_ticks(ax, which: str) -> list:
         for loc, lbl in zip(axis.get_ticklocs(), axis.get_ticklabels())
         if lo - span <= loc <= hi + span and lbl.get_visible() and lbl.get_text()
     ]
+
+
+def test_torchrun_reference_refusal_and_long_errors_reach_the_terminal(reports, monkeypatch):
+    """The --reference refusal under torchrun was only in the JSON; a compiler's 50-line error
+    was pasted whole into the terminal."""
+    from torch_neuronx.evaluate import report
+
+    monkeypatch.chdir(SCRIPTS)
+    rep = json.loads(json.dumps(reports["tinygpt_eager"].report))
+    note = "--reference is not supported under torchrun (one process re-runs one script)"
+    rep["numerics"].update(verdict="not compared", note=note, verdict_reason=note)
+    rep.update(
+        status="error",
+        error={
+            "type": "BackendCompilerFailed",
+            "message": "\n".join(f"buf{i} = inductor_ir_line({i})" for i in range(50)),
+            "traceback": "",
+            "site": str(SCRIPTS / "tinygpt_train.py") + ":12 in step",
+        },
+    )
+    del rep["verdict"]
+    report.finish(rep)
+    text = "\n".join(render_text.summary_lines(rep))
+    assert f"Does it match?    NOT COMPARED: {note}" in text
+    assert f"numerics: verdict not compared ({note})" in text
+    assert "at tinygpt_train.py:12 in step" in text
+    assert "buf2 = " in text and "buf3 = " not in text and "more characters in report.json" in text
