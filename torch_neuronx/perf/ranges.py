@@ -166,6 +166,24 @@ BACKING: dict = {
 }
 
 
+def kind_of(anchor: str) -> str:
+    """The kind of work of a validation row (as ``workload_bands`` sorts them)."""
+    a = anchor.lower()
+    return next((k for k in ("training", "decode", "prefill") if k in a), "kernel")
+
+
+def backing_rows(rows=None) -> dict:
+    """``BACKING`` computed from the validation rows (traces the workloads): print it to
+    refresh the stored table after the validation set changes."""
+    from . import validation
+
+    rows = validation.all_rows() if rows is None else rows
+    out: dict = {}
+    for r in rows:
+        out.setdefault(kind_of(r.anchor), []).append((r.anchor, round(speed_ratio(r), 2), r.source))
+    return {k: tuple(v) for k, v in out.items()}
+
+
 def backing(kind: str, generation: str = "trn2") -> list:
     """The published runs a range of ``kind`` comes from: [{run, speed_ratio, source}]
     (collectives: the nccom-test validation rows of ``generation``, Trn2's for Trn3)."""
