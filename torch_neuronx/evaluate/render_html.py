@@ -238,6 +238,15 @@ def render(rep: dict) -> str:
             "<p class='note' id='no-plots'>Plots need matplotlib: <code>pip install "
             "'torch-neuronx[report]'</code> (or <code>pip install matplotlib</code>), then run again.</p>"
         )
+    fake = rep.get("fake_projection") is not None
+    # under --fake no value is computed: the measured sections say so once each, and the
+    # full-size projection comes right after the readiness list
+    absent = (
+        "<p class='note'>not measured under --fake (fake tensors hold no values): see the "
+        "full-size projection</p>"
+        if fake
+        else "<p class='note'>not collected</p>"
+    )
     rd = rep.get("readiness") or []
     parts.append(
         _section(
@@ -250,6 +259,8 @@ def render(rep: dict) -> str:
             + "</ul>",
         )
     )
+    if fake:
+        parts.append(_fake_section(rep["fake_projection"]))
     p = rep.get("placement") or {}
     parts.append(
         _section(
@@ -264,6 +275,7 @@ def render(rep: dict) -> str:
                 + _table(
                     ["op", "calls (whole run)"],
                     [[r["name"], r["count"]] for r in p.get("top_native_ops") or []],
+                    empty="not recorded under --fake" if fake else "none",
                 )
                 + (
                     "<h3>Unsupported features met</h3>"
@@ -274,7 +286,7 @@ def render(rep: dict) -> str:
                 )
             )
             if p
-            else "<p>not collected</p>",
+            else absent,
         )
     )
     h = rep.get("host_sync") or {}
@@ -296,7 +308,7 @@ def render(rep: dict) -> str:
                 + _sites(h.get("data_dependent_shapes") or [])
             )
             if h
-            else "<p>not collected</p>",
+            else absent,
         )
     )
     c = rep.get("compilation") or {}
@@ -363,7 +375,7 @@ def render(rep: dict) -> str:
                 )
             )
             if c
-            else "<p>n/a</p>",
+            else absent,
         )
     )
     n = rep.get("numerics") or {}
@@ -408,7 +420,7 @@ def render(rep: dict) -> str:
                 )
             )
             if n
-            else "<p>n/a</p>",
+            else absent,
         )
     )
     m = rep.get("memory") or {}
@@ -450,7 +462,7 @@ def render(rep: dict) -> str:
                 )
             )
             if m
-            else "<p>n/a</p>",
+            else absent,
         )
     )
     pr = rep.get("projection") or {}
@@ -487,45 +499,45 @@ def render(rep: dict) -> str:
                 + "</ul>"
             )
             if pr
-            else "<p>n/a</p>",
+            else absent,
         )
     )
-    fk = rep.get("fake_projection")
-    if fk and fk.get("withheld"):  # an incomplete trace: no figures to show (report.py says why)
-        parts.append(
-            _section("fake_projection", f"<p class='fail'>Fake projection {_e(fk['withheld'])}</p>")
-        )
-    elif fk:
-        lay = fk["layout"]
-        parts.append(
-            _section(
-                "fake_projection",
-                (
-                    f"<p class='proj'><b>Projection per step</b> from one step traced with fake "
-                    f"tensors: {fk['flops_per_step'] / 1e12:,.2f} TFLOP, "
-                    f"{_gib(fk['bytes_per_step'])} through HBM, {fk['ops']:,} ops, single-core peak "
-                    f"{_gib(fk['peak_memory_single_core'])}; layout FSDP {lay['fsdp_degree']} x TP "
-                    f"{lay['tensor_parallel_degree']}: {_gib(lay['memory_per_core_estimate'])} "
-                    "per core (estimate).</p>"
-                    + _proj_table(fk["profiles"], fake=True)
-                    + _recommendation(fk)
-                    + _ranges(fk)
-                    + (
-                        _table(
-                            ["data dependence (.item() on a fake value)", "count", "line"],
-                            [[d["site"], d["count"], d["line"]] for d in fk["data_dependence"]],
-                        )
-                        if fk["data_dependence"]
-                        else ""
-                    )
-                    + "<ul>"
-                    + "".join(f"<li>{_e(a)}</li>" for a in fk["assumptions"])
-                    + "</ul>"
-                ),
-            )
-        )
     parts.append(_steps(rep.get("steps") or []) + "</body></html>")
     return "".join(parts)
+
+
+def _fake_section(fk: dict) -> str:
+    """The full-size projection of a --fake trace."""
+    if fk.get("withheld"):  # an incomplete trace: no figures to show (report.py says why)
+        return _section(
+            "fake_projection", f"<p class='fail'>Fake projection {_e(fk['withheld'])}</p>"
+        )
+    lay = fk["layout"]
+    return _section(
+        "fake_projection",
+        (
+            f"<p class='proj'><b>Projection per step</b> from one step traced with fake "
+            f"tensors: {fk['flops_per_step'] / 1e12:,.2f} TFLOP, "
+            f"{_gib(fk['bytes_per_step'])} through HBM, {fk['ops']:,} ops, single-core peak "
+            f"{_gib(fk['peak_memory_single_core'])}; layout FSDP {lay['fsdp_degree']} x TP "
+            f"{lay['tensor_parallel_degree']}: {_gib(lay['memory_per_core_estimate'])} "
+            "per core (estimate).</p>"
+            + _proj_table(fk["profiles"], fake=True)
+            + _recommendation(fk)
+            + _ranges(fk)
+            + (
+                _table(
+                    ["data dependence (.item() on a fake value)", "count", "line"],
+                    [[d["site"], d["count"], d["line"]] for d in fk["data_dependence"]],
+                )
+                if fk["data_dependence"]
+                else ""
+            )
+            + "<ul>"
+            + "".join(f"<li>{_e(a)}</li>" for a in fk["assumptions"])
+            + "</ul>"
+        ),
+    )
 
 
 def _steps(steps: list) -> str:
