@@ -38,8 +38,8 @@ def _randint_fn(x):
 def test_compiled_random_ops_draw_what_eager_draws(device, grad, fn):
     """Given the same seed, compiled dropout masks, rand, randn and randint equal eager's bit
     for bit: drawn as graph inputs with eager's kernels from the device generator, not by
-    Inductor's in-kernel Philox (which cost a nanoGPT step with dropout more than eager's whole
-    forward: BENCHMARKS.md, "nanoGPT loop")."""
+    Inductor's in-kernel Philox (half of a nanoGPT-size compiled forward with dropout:
+    BENCHMARKS.md, "nanoGPT loop")."""
     x = torch.randn(16, 32, device=device, requires_grad=grad)
     compiled = torch.compile(fn, backend="neuron")
     with torch.set_grad_enabled(grad):

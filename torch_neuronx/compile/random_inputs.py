@@ -7,8 +7,8 @@ scalar Philox loop (``normalized_rand_cpu``), about 12 ns per element on this ma
 would create the seeds from PyTorch's CPU generator. Both are wrong for the emulated device:
 
 * speed: a nanoGPT-size training step with dropout spent about half of its compiled forward
-  in that loop, more than the whole eager forward (eager draws dropout masks with CPU's
-  ``bernoulli_`` kernel, about 5 ns per element); see BENCHMARKS.md, "nanoGPT loop";
+  in that loop (13 of 25 ms CPU; eager's whole forward took 19 ms, drawing its masks with
+  CPU's ``bernoulli_`` kernel at about 5 ns per element); see BENCHMARKS.md, "nanoGPT loop";
 * generator: eager neuron random ops draw from the device's generator
   (``torch.neuron.manual_seed``), and compiled ones must too.
 
