@@ -5,11 +5,17 @@ gradient accumulation (several micro-steps per optimizer step), ``torch.autocast
 bfloat16 on the device (a GradScaler only for float16), ``estimate_loss()`` under
 ``model.eval()`` + ``no_grad`` every ``eval_interval`` steps, the learning rate set on the
 param groups every step, ``clip_grad_norm_``, AdamW. An eager and a compiled model (same
-initial weights) step alternately in one process, so load changes hit both; reported: the
-median per-step wall time of each after the first (compile) step, their ratio, and Dynamo's
-counters (graphs, recompiles, graph breaks).
+initial weights) step alternately in one process, the order swapped every step (ABBA), so
+load changes hit both; dropout is on (0.2, nanoGPT's shakespeare_char config). Reported: the
+median per-step wall time of each after the first (compile) step, the median of the per-step
+compiled/eager ratios (wall and process CPU time), the load average before and after, and
+Dynamo's counters (graphs, recompiles, graph breaks).
 
-    python benchmarks/bench_nanogpt_loop.py [--steps 12] [--d-model 128] [--layers 4]
+    python benchmarks/bench_nanogpt_loop.py [--steps 16] [--threads N] [--dropout 0.2]
+
+On a loaded 2-core machine two intra-op threads make every step one to two orders of
+magnitude slower (each OpenMP region waits for a descheduled thread), eager and compiled
+alike, and per-step times then swing several-fold: compare the ratio, or use --threads 1.
 """
 
 from __future__ import annotations
@@ -87,7 +93,7 @@ class Loop:
 
 def main(argv=None):
     p = argparse.ArgumentParser()
-    p.add_argument("--steps", type=int, default=12)
+    p.add_argument("--steps", type=int, default=16)
     p.add_argument("--d-model", type=int, default=128)
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--heads", type=int, default=4)
@@ -98,10 +104,13 @@ def main(argv=None):
     p.add_argument("--eval-interval", type=int, default=4)
     p.add_argument("--eval-iters", type=int, default=2)
     p.add_argument("--grad-clip", type=float, default=1.0)
-    p.add_argument("--dropout", type=float, default=0.0)
+    p.add_argument("--dropout", type=float, default=0.2)
+    p.add_argument("--threads", type=int, default=0, help="intra-op threads (0: torch's)")
     p.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
     args = p.parse_args(argv)
     args.dtype = getattr(torch, args.dtype)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     cfg = GPTConfig(
         vocab_size=args.vocab,
         seq_len=args.seq,
@@ -111,32 +120,41 @@ def main(argv=None):
         dropout=args.dropout,
     )
     device = torch.device("neuron")
+    load_before = os.getloadavg()
     loops = {"eager": Loop(cfg, args, device, False), "compiled": Loop(cfg, args, device, True)}
     n_params = sum(q.numel() for q in loops["eager"].model.parameters())
-    times = {k: [] for k in loops}
+    wall = {k: [] for k in loops}
+    cpu = {k: [] for k in loops}
     losses = {k: [] for k in loops}
     for it in range(args.steps):
-        for name, loop in loops.items():
-            t0 = time.perf_counter()
-            losses[name].append(loop.step(it))
-            times[name].append(time.perf_counter() - t0)
+        order = list(loops) if it % 2 == 0 else list(reversed(loops))  # ABBA
+        for name in order:
+            t0, c0 = time.perf_counter(), time.process_time()
+            losses[name].append(loops[name].step(it))
+            wall[name].append(time.perf_counter() - t0)
+            cpu[name].append(time.process_time() - c0)
     counters = {k: dict(v) for k, v in torch._dynamo.utils.counters.items() if v}
-    med = {k: statistics.median(v[1:]) for k, v in times.items()}
+    med = {k: statistics.median(v[1:]) for k, v in wall.items()}
+    load_after = os.getloadavg()
     print(
         f"nanoGPT loop: {n_params / 1e6:.2f}M params, batch {args.batch}x{args.seq}, "
-        f"accum {args.accum}, autocast {args.dtype}, eval every {args.eval_interval} "
-        f"({args.eval_iters} iters), {args.steps} steps; load {os.getloadavg()[0]:.1f}, "
-        f"threads {torch.get_num_threads()}"
+        f"accum {args.accum}, dropout {args.dropout}, autocast {args.dtype}, eval every "
+        f"{args.eval_interval} ({args.eval_iters} iters), {args.steps} steps; "
+        f"threads {torch.get_num_threads()} of {os.cpu_count()} cores; load average "
+        f"{load_before[0]:.1f} before, {load_after[0]:.1f} after"
     )
     for k in loops:
         print(
-            f"  {k:9s} first step {times[k][0]:7.2f} s   median after {med[k]:6.3f} s   "
-            f"steps {[round(t, 3) for t in times[k]]}"
+            f"  {k:9s} first step {wall[k][0]:7.2f} s   median after {med[k]:6.3f} s "
+            f"(CPU {statistics.median(cpu[k][1:]):6.3f} s)   "
+            f"steps {[round(t, 3) for t in wall[k]]}"
         )
-    ratios = [c / e for c, e in zip(times["compiled"][1:], times["eager"][1:])]
+    ratios = [c / e for c, e in zip(wall["compiled"][1:], wall["eager"][1:])]
+    cpu_ratios = [c / e for c, e in zip(cpu["compiled"][1:], cpu["eager"][1:])]
     print(
-        f"  compiled/eager per step after the first: median {statistics.median(ratios):.2f} "
-        f"(min {min(ratios):.2f}, max {max(ratios):.2f})"
+        f"  compiled/eager per step after the first: wall median {statistics.median(ratios):.2f} "
+        f"(min {min(ratios):.2f}, max {max(ratios):.2f}); CPU time median "
+        f"{statistics.median(cpu_ratios):.2f}"
     )
     print(f"  losses eager {losses['eager'][-1]:.4f} compiled {losses['compiled'][-1]:.4f}")
     stats = Counter()

@@ -1,8 +1,9 @@
 """Random ops in compiled graphs draw from the neuron device's generator (issue 26).
 
-Inductor creates the seeds of its random ops with ``aten.randint`` on the host, which would
-draw from PyTorch's default CPU generator; the backend turns that seed creation into a graph
-input drawn on the neuron device at each call (backend._seeds_as_inputs).
+Inductor would compute random numbers in its host kernels with a scalar Philox loop over
+seeds drawn from PyTorch's default CPU generator; the backend makes each random node a graph
+input that the executable draws on the neuron device at each call with eager's kernels
+(compile/random_inputs.py): compiled draws are eager's, and as fast.
 """
 
 from __future__ import annotations
@@ -18,6 +19,85 @@ def _mask_fn(x):
 
 def _rand_fn(x):
     return x + torch.rand(x.shape, device=x.device) + torch.randn_like(x)
+
+
+def _bf16_mask_fn(x):
+    # rand_like of a bfloat16 tensor: Inductor's graph has a dtype conversion before the
+    # compare. The mask times x, not the bfloat16 product (Inductor keeps it in float32)
+    return (F.dropout(x.bfloat16(), 0.2, training=True) != 0) * x
+
+
+def _randint_fn(x):
+    return x + torch.randint(0, 10, x.shape, device=x.device) + F.dropout(x, 0.7, training=True)
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["training", "inference"])
+@pytest.mark.parametrize(
+    "fn", [_mask_fn, _bf16_mask_fn, _rand_fn, _randint_fn], ids=lambda f: f.__name__[1:-3]
+)
+def test_compiled_random_ops_draw_what_eager_draws(device, grad, fn):
+    """Given the same seed, compiled dropout masks, rand, randn and randint equal eager's bit
+    for bit: drawn as graph inputs with eager's kernels from the device generator, not by
+    Inductor's in-kernel Philox (half of a nanoGPT-size compiled forward with dropout:
+    BENCHMARKS.md, "nanoGPT loop")."""
+    x = torch.randn(16, 32, device=device, requires_grad=grad)
+    compiled = torch.compile(fn, backend="neuron")
+    with torch.set_grad_enabled(grad):
+        compiled(x)  # compile outside the compared calls
+        torch.neuron.manual_seed(7)
+        ref = [fn(x).detach().cpu() for _ in range(2)]
+        torch.neuron.manual_seed(7)
+        got = [compiled(x).detach().cpu() for _ in range(2)]
+    for r, g in zip(ref, got):
+        assert torch.equal(r, g)
+    assert not torch.equal(got[0], got[1])
+
+
+def test_random_inputs_replace_every_random_node(device):
+    """The pass leaves no Inductor random node (no Philox loop, no seed) in a dropout graph,
+    and describes each new input: dropout's keep mask as bernoulli(1 - p)."""
+    import torch._inductor.inductor_prims  # noqa: F401
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from torch_neuronx.compile.random_inputs import Draw, random_as_inputs
+
+    prims = torch.ops.prims
+
+    def graph(x):
+        seeds = prims.inductor_seeds.default(3, x.device)
+        r0 = prims.inductor_random.default(
+            [4, 8], prims.inductor_lookup_seed.default(seeds, 0), "rand"
+        )
+        r1 = prims.inductor_random.default(
+            [4, 8], prims.inductor_lookup_seed.default(seeds, 1), "rand"
+        )
+        r2 = prims.inductor_random.default(
+            [4, 8], prims.inductor_lookup_seed.default(seeds, 2), "randn"
+        )
+        # dropout of a bfloat16 tensor, as Inductor's decomposition writes it
+        keep = prims.convert_element_type.default(r0, torch.bfloat16) > 0.25
+        return x * keep, r1 < 0.5, x + r2
+
+    x = torch.randn(4, 8, device=device)
+    gm = make_fx(graph, tracing_mode="fake")(x)
+    fake_x = next(n for n in gm.graph.nodes if n.op == "placeholder").meta["val"]
+    inputs, draws = random_as_inputs(gm, [fake_x])
+    targets = {n.target for n in gm.graph.nodes if n.op == "call_function"}
+    assert not targets & {
+        prims.inductor_seeds.default,
+        prims.inductor_lookup_seed.default,
+        prims.inductor_random.default,
+    }
+    assert draws == (
+        Draw("mask", (4, 8), torch.bool, p=0.75),
+        Draw("mask", (4, 8), torch.bool, p=0.5),
+        Draw("randn", (4, 8), torch.float32),
+    )
+    assert len(inputs) == 4 and [i.dtype for i in inputs[1:]] == [
+        torch.bool,
+        torch.bool,
+        torch.float32,
+    ]
 
 
 @pytest.mark.parametrize("grad", [True, False], ids=["training", "inference"])

@@ -79,9 +79,14 @@ def test_gpt_script_with_dropout_compiles_once_and_evaluates_like_cpu(device):
     """Dropout in training mode used to fail in the backend's partition step (Inductor's
     fuse_seed_creation_pass read V.fake_mode, unset). Trained with dropout, the compiled
     model's evaluation (dropout off) must equal a CPU model holding the same weights, and
-    later steps must not compile again (the per-step cost of a real script)."""
+    later steps must not compile again (the per-step cost of a real script). Compiled
+    dropout draws eager's masks (compile/random_inputs.py), so from the same seed the
+    compiled script also trains as the eager one does."""
     model, train, evals, params = _gpt_script(device, compiled=True, dropout=0.1, steps=6)
     assert all(torch.isfinite(torch.tensor(train))) and len(evals) == 3
+    _, eager_train, eager_evals, _ = _gpt_script(device, compiled=False, dropout=0.1, steps=6)
+    assert train == pytest.approx(eager_train, rel=1e-4, abs=1e-5)
+    assert evals == pytest.approx(eager_evals, rel=1e-4, abs=1e-5)
     records = get_dynamo_metrics()
     assert len(records) == 2, [r["input_shapes"] for r in records]  # train graph + eval graph
     assert sum(r["bw_node_count"] is not None for r in records) == 1  # eval has no backward

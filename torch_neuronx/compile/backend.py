@@ -47,6 +47,7 @@ from . import (
     inputs,
     legality,
     perf_plan,
+    random_inputs,
 )
 from .decompositions import neuron_decompositions
 from .executable import _DeviceExecutable, _loading
@@ -403,7 +404,8 @@ class _GraphCompile:
 
         if kind == "inference":
             aten_gm = _replace_random_ops(aten_gm, example_inputs)
-        example_inputs, seed_counts = _seeds_as_inputs(aten_gm, list(example_inputs))
+        # random numbers: drawn on the device by the executable (random_inputs.py)
+        example_inputs, draws = random_inputs.random_as_inputs(aten_gm, list(example_inputs))
         inductor_kwargs = self._inductor_kwargs(aten_gm, example_inputs, kind)
         lowered = _lower_to_host(aten_gm, example_inputs)
         self.lowering_s += time.perf_counter() - t0
@@ -444,7 +446,7 @@ class _GraphCompile:
             kind,
             n_nodes,
             perf_plan.plan(aten_gm, f"{self.name}/{kind}"),
-            seed_counts,
+            draws,
         )
 
     def loaded_from_cache(self, exe: _DeviceExecutable, seconds: float) -> None:
@@ -701,44 +703,6 @@ def _replace_random_ops(gm: torch.fx.GraphModule, example_inputs) -> torch.fx.Gr
             gm.graph.lint()
             gm.recompile()
     return gm
-
-
-def _seeds_as_inputs(gm: torch.fx.GraphModule, example_inputs: list) -> tuple[list, tuple]:
-    """Turn Inductor's seed creation for neuron random ops into graph inputs.
-
-    Inductor's joint-graph passes give each graph one ``inductor_seeds(n, device)`` node per
-    device, which its generated code runs as ``aten.randint`` on a host buffer: on the host it
-    would draw from PyTorch's default CPU generator, and ``torch.neuron.manual_seed`` would
-    not make compiled dropout reproducible. Each neuron ``inductor_seeds`` node becomes an
-    extra input (after the graph's own); the executable draws those seeds on the neuron device
-    at every call (``_DeviceExecutable``), from the device's generator, the one eager random
-    ops use. Returns the extended example inputs and the seed count of each new input."""
-    seeds_op = torch.ops.prims.inductor_seeds.default
-    nodes = [
-        n
-        for n in gm.graph.nodes
-        if n.op == "call_function" and n.target is seeds_op and _is_neuron_tensor(n.meta.get("val"))
-    ]
-    if not nodes:
-        return example_inputs, ()
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    counts = []
-    for i, node in enumerate(nodes):
-        anchor = (
-            gm.graph.inserting_after(placeholders[-1])
-            if placeholders
-            else gm.graph.inserting_before(next(iter(gm.graph.nodes)))
-        )
-        with anchor:
-            ph = gm.graph.placeholder(f"neuron_seeds_{i}")
-        ph.meta.update(node.meta)
-        node.replace_all_uses_with(ph)
-        gm.graph.erase_node(node)
-        placeholders.append(ph)
-        example_inputs.append(node.meta["val"])
-        counts.append(int(node.args[0]))
-    gm.recompile()
-    return example_inputs, tuple(counts)
 
 
 # --------------------------------------------------------------------------- lowering

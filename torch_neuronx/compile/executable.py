@@ -17,16 +17,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import torch
 from torch._inductor.output_code import OutputCode
 
 from torch_neuronx.perf import clock as _perf_clock
 from torch_neuronx.perf import report as _perf_report
 from torch_neuronx.runtime.host import adopt, device_allocations, host_alias
-
-#: the range Inductor's RandomSeeds draws seeds from
-_SEED_LOW = torch.iinfo(torch.int64).min
-_SEED_HIGH = torch.iinfo(torch.int64).max
 
 #: the ``_GraphCompile`` of the graph being compiled on this thread (set by the backend);
 #: cache loads report to it (kind, node counts, load time)
@@ -53,7 +48,7 @@ class _DeviceExecutable(OutputCode):
         kind: str,
         n_nodes: int,
         perf_plan=None,
-        seed_counts: Sequence[int] = (),
+        random_draws: Sequence[Any] = (),
     ):
         self.compiled = compiled
         self.device = device
@@ -63,9 +58,9 @@ class _DeviceExecutable(OutputCode):
         self.n_nodes = n_nodes
         # the kernels the performance model costs per call (torch_neuronx/perf/graph.py)
         self.perf_plan = perf_plan
-        # sizes of the seed inputs that replace Inductor's host seed creation (drawn from the
-        # device's generator at each call; backend._seeds_as_inputs)
-        self.seed_counts = tuple(seed_counts)
+        # the random numbers the graph reads as extra inputs, drawn on the device at each
+        # call with eager's kernels and generator (random_inputs.py)
+        self.random_draws = tuple(random_draws)
         # AOTAutogradCache records the compile time of what it stores
         self._time_taken_ns = getattr(compiled, "_time_taken_ns", None) or 0
         # an instance attribute (pickled with the rest): wrappers built with functools.wraps
@@ -76,9 +71,8 @@ class _DeviceExecutable(OutputCode):
     def __call__(self, args: list[Any]):
         # a training step crosses this boundary ~100 times: host's functions take the index
         index = self.device.index
-        for n in self.__dict__.get("seed_counts", ()):
-            # Inductor's RandomSeeds draws the same way, from the CPU generator on the host
-            args.append(torch.randint(_SEED_LOW, _SEED_HIGH, (n,), device=self.device))
+        for draw in self.__dict__.get("random_draws", ()):
+            args.append(draw.draw(self.device))
         for i in self.device_inputs:
             args[i] = host_alias(args[i])
         with device_allocations(index, as_device_memory=True):
