@@ -72,7 +72,10 @@ def test_train_py_projects_gpt2_124m_with_accumulation_and_evaluation(run_eval, 
     assert fk["inputs"]["calls"] == 2 and fk["inputs"]["shape"] == [12, 1024]
     # the batches came from the memmap at real indices: 12 x 1024, not 12 x 0
     script = nano_dir / "train.py"
-    assert fk["inputs"]["site"] == f"{script}:{line_of(script, 'logits, loss = model(X, Y)', 2)} in <module>"
+    assert (
+        fk["inputs"]["site"]
+        == f"{script}:{line_of(script, 'logits, loss = model(X, Y)', 2)} in <module>"
+    )
     # estimate_loss at iteration 0: 3 batches x 2 splits, one traced, none in the step
     (ev,) = fk["evaluation_outside_step"]["forwards"]
     assert ev["calls"] == 6 and ev["module"] == "GPT"

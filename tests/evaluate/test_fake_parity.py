@@ -11,6 +11,7 @@ from evaluate_support import have
 
 from torch_neuronx.evaluate import build, profiles
 
+
 @pytest.mark.skipif(not have("transformers"), reason="transformers is not installed")
 def test_hf_auto_model_from_config_8b(run_eval):
     r = run_eval("hf_auto", "--fake", "--fsdp", "16", "hf_auto_llama.py")

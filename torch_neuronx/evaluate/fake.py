@@ -46,6 +46,7 @@ from torch_neuronx.runtime import patches
 from torch_neuronx.runtime.engines import Engine
 from torch_neuronx.runtime.op_names import op_name, strip_overload
 
+from . import advice
 from .callsite import source_line, user_site
 from .collector import StepLimitReached
 from .fake_forwards import ForwardTracker
@@ -93,6 +94,7 @@ class FakeStepRecorder(TorchDispatchMode):
     def __init__(self):
         super().__init__()
         self.works: list = []
+        self.backward: set = set()  # ids of the works autograd's engine ran (advice.py)
         self.live = 0
         self.peak = 0
         self.data_dependence: collections.Counter = collections.Counter()
@@ -213,7 +215,12 @@ class FakeStepRecorder(TorchDispatchMode):
                 _close(f.graph, f.node, f.alive)
             if any(n.op == "call_function" for n in f.graph.nodes):
                 gm = torch.fx.GraphModule({}, f.graph)
-                out.append((perf_graph.plan_graph(gm, f"fake step: {f.name} (no grad)", engine_for), f.calls))
+                out.append(
+                    (
+                        perf_graph.plan_graph(gm, f"fake step: {f.name} (no grad)", engine_for),
+                        f.calls,
+                    )
+                )
         return out
 
     def end_step(self) -> None:
@@ -307,6 +314,8 @@ class FakeStepRecorder(TorchDispatchMode):
         try:
             work = wk.op_work(full, tuple(args), kwargs, out, eng, kind=ev.OP)
             (fwd.works if fwd is not None else self.works).append(work)
+            if torch._C._current_graph_task_id() != -1:
+                self.backward.add(id(work))
         except Exception:  # an op the model cannot describe: counted as an op, no work
             pass
         return out
@@ -536,10 +545,9 @@ def project(
     works = list(rec.works) + [w for f in inside for _ in range(f.calls) for w in f.works]
     flops = sum(w.flops for w in works)
     nbytes = sum(w.bytes for w in works)
+    backward = [id(w) in rec.backward for w in works]
     step_ops = (
-        rec.ops
-        - sum(f.ops for f in rec.forwards.inference)
-        + sum(f.ops * f.calls for f in inside)
+        rec.ops - sum(f.ops for f in rec.forwards.inference) + sum(f.ops * f.calls for f in inside)
     )
     static = static or {}
     pgo = sum(static.get(k, 0) for k in ("parameters", "gradients", "optimizer_state"))
@@ -552,9 +560,8 @@ def project(
     except Exception:  # noqa: BLE001 - no plan: the ops are costed as unfused kernels
         plans = []
     for p in profiles:
-        t_eager = (
-            sum(roofline.cost_of(w, p.target.core, in_graph=False).duration for w in works) / tp
-        )
+        costs = [roofline.cost_of(w, p.target.core, in_graph=False) for w in works]
+        t_eager = sum(c.duration for c in costs) / tp
         if plans:  # the compiled-graph planner (perf/graph.py), the optimizer's graph once
             t_graph = sum(pl.duration(p.target.core) * n for pl, n in plans) / tp
         else:
@@ -603,6 +610,9 @@ def project(
         row["fits"] = per_core_mem <= p.hbm_per_core
         row["cores_needed"] = world
         row["instances_needed"] = math.ceil(world / p.cores)
+        row["advice"] = advice.from_costs(
+            costs, p.target.core, eager_s, graph_s, p.key, 1 / tp, backward
+        )
         rows.append(row)
     from .build import recommendation
 
@@ -610,6 +620,8 @@ def project(
         "projection": True,
         "fake": True,
         "recommendation": recommendation(rows, work),
+        # what bounds the step and the lever, on the profile with the shortest modeled step
+        "advice": min(rows, key=lambda r: r["step_s"] or math.inf)["advice"] if rows else [],
         "flops_per_step": flops,
         "bytes_per_step": nbytes,
         "ops": step_ops,
