@@ -7,7 +7,7 @@ count (nanoGPT's own scripts: test_fake_nanogpt.py). And the cheapest-instance r
 from __future__ import annotations
 
 import pytest
-from evaluate_support import have
+from evaluate_support import SCRIPTS, have, line_of
 
 from torch_neuronx.evaluate import build, profiles
 
@@ -23,6 +23,12 @@ def test_hf_auto_model_from_config_8b(run_eval):
     L, d, T = 32, 4096, 2048
     analytic = (6 * n + 12 * L * d * T) * tokens
     assert abs(fk["flops_per_step"] / analytic - 1) < 0.10
+    # the f-string of the fake loss printed its placeholder and is reported at its line
+    script = SCRIPTS / "hf_auto_llama.py"
+    line = line_of(script, 'print(f"loss {out.loss:.4f}")')
+    assert "loss 1.0000" in r.stdout
+    assert any(d["site"].startswith(f"{script}:{line} ") for d in fk["data_dependence"])
+    assert fk["evaluation_outside_step"] is None and fk["inputs"]["calls"] == 1
 
 
 def test_cost_bills_only_the_cores_the_layout_uses():

@@ -187,7 +187,7 @@ def _worker(collect, on_hard_exit, result: str, dispositions: dict, harness: int
                     traceback.print_exc()
             real_exit(status)
 
-        _prepare_imports()
+        prepare_imports()
         with patches.scoped(os, "_exit", hard_exit, reason=HARD_EXIT_WATCH):
             data = collect()
             if os.getpid() != worker:  # a forked child of the script came back here: end it
@@ -207,7 +207,7 @@ def _worker(collect, on_hard_exit, result: str, dispositions: dict, harness: int
             real_exit(code)
 
 
-def _prepare_imports() -> None:
+def prepare_imports() -> None:
     """Lets the script import what ``python script.py`` would import here: the only
     torchvision built for this torch on PyPI is a CUDA build whose extension fails to load
     beside the CPU torch, and its import then dies, taking timm with it.
