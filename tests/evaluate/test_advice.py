@@ -84,6 +84,11 @@ def test_recompiles_of_a_run_carry_their_guard():
     training = next(r for g, r in by_guard.items() if g.endswith(".training == True"))
     assert "train() and eval()" in training["explanation"]
     assert "dropout" in training["guard_source"]
+    # the readiness item says what changed and the fix, not only that it recompiled
+    (item,) = [
+        i for i in build.readiness({"compilation": {"recompiles": recs}}) if "recompil" in i["item"]
+    ]
+    assert recs[0]["explanation"] in item["item"] and recs[0]["suggestion"] in item["item"]
 
 
 # -- host reads while compiling -----------------------------------------------------------------

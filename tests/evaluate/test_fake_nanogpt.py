@@ -85,6 +85,8 @@ def test_train_py_projects_gpt2_124m_with_accumulation_and_evaluation(run_eval, 
     assert "step 0: train loss 1.0000, val loss 1.0000" in r.stdout
     calls = {c["call"] for c in fk["cuda_calls"]}
     assert {"torch.cuda.is_available", "torch.autocast('cuda')", "device 'cuda'"} <= calls
+    # bf16 autocast (the script's own, on 'cuda'): no fp32-bound finding
+    assert not [a for a in fk["advice"] if a["kind"] == "fp32-bound"]
     assert fk["recommendation"]["metric"] == "usd_per_million_tokens"
 
 

@@ -87,3 +87,13 @@ def test_fake_resnet50_at_full_size_and_fp32_finding(run_eval):
     ) in calls
     for p in fk["profiles"]:
         assert p["step_s"] > 0 and 0 < p["mfu"] < 1
+    # float32 convolutions at batch 256: the fp32-bound finding, its lever and modeled gain,
+    # in the verdict (measured on this script: 1.4x on trn3.3xlarge/lnc2)
+    (f,) = [a for a in fk["advice"] if a["kind"] == "fp32-bound"]
+    assert (
+        f["modeled_gain"] > 1.2 and f["lever"] == "torch.autocast('neuron', dtype=torch.bfloat16)"
+    )
+    best = min(fk["profiles"], key=lambda p: p["step_s"])
+    assert f["profile"] == best["profile"] and f["step_s"] == best["step_s"]
+    fast = rep["verdict"]["will_it_be_fast"]
+    assert fast["answer"] == "slowed" and f["text"] in fast["items"]

@@ -570,7 +570,7 @@ def readiness(rep: dict) -> list:
             {
                 "status": "warn",
                 "item": f"{len(co['recompiles'])} recompilations (at {r['site']}): "
-                f"{r.get('suggestion', '')}",
+                f"{r.get('explanation', '')}; {r.get('suggestion', '')}",
             }
         )
     v = nu.get("verdict")

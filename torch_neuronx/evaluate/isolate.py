@@ -211,9 +211,9 @@ def prepare_imports() -> None:
     """Lets the script import what ``python script.py`` would import here: the only
     torchvision built for this torch on PyPI is a CUDA build whose extension fails to load
     beside the CPU torch, and its import then dies, taking timm with it.
-    ``testing.torchvision_shim.install()`` does nothing unless that extension fails to load
+    ``runtime.torchvision_shim.install()`` does nothing unless that extension fails to load
     (docs/decisions.md, "torchvision in the evaluated script")."""
-    from torch_neuronx.testing import torchvision_shim
+    from torch_neuronx.runtime import torchvision_shim
 
     torchvision_shim.install()
 
