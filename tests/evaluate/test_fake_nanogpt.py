@@ -81,6 +81,11 @@ def test_train_py_projects_gpt2_124m_with_accumulation_and_evaluation(run_eval, 
     assert ev["calls"] == 6 and ev["module"] == "GPT"
     assert ev["site"].endswith("in estimate_loss")
     assert 0.9 < ev["flops_per_call"] / (gpt2_flops_per_token() * TOKENS / 3) < 1.1  # forward only
+    # its loss.item() is the evaluation's read; the step's own read is the logging one
+    (er,) = ev["host_reads"]
+    assert er["site"].startswith(f"{script}:{line_of(script, 'losses[k] = loss.item()')} ")
+    lossf = line_of(script, "lossf = loss.item() * gradient_accumulation_steps")
+    assert [d["site"].split(" ")[0] for d in fk["data_dependence"]] == [f"{script}:{lossf}"]
     # its f-strings of fake losses printed the placeholder, as `python train.py` prints a value
     assert "step 0: train loss 1.0000, val loss 1.0000" in r.stdout
     calls = {c["call"] for c in fk["cuda_calls"]}

@@ -266,6 +266,8 @@ class FakeStepRecorder(TorchDispatchMode):
                     return func(*args, **kwargs)
                 except Exception:
                     pass
+            elif (fwd := self.forwards.read_of(t)) is not None:
+                fwd.reads[user_site(3)] += 1  # an evaluation's loss.item(): not the step's
             else:
                 self.data_dependence[user_site(3)] += 1
             # placeholder: False for a condition (the usual path: "no NaN found"), 1 for a number
@@ -635,9 +637,9 @@ def project(
             "activations_bytes": activations,
         },
         "profiles": rows,
-        "data_dependence": [
-            {"site": s, "count": n, "line": source_line(s)} for s, n in rec.data_dependence.items()
-        ],
+        "data_dependence": _sites(
+            rec.data_dependence + sum((f.reads for f in inside), collections.Counter())
+        ),
         "fallback_ops": dict(rec.fallbacks),
         "cuda_calls": cuda_report(rec),
         "inputs": inferred_work(rec),
@@ -724,6 +726,10 @@ def inferred_work(rec) -> dict | None:
     return rec.forwards.inputs()
 
 
+def _sites(counter) -> list:
+    return [{"site": s, "count": n, "line": source_line(s)} for s, n in counter.items()]
+
+
 def _evaluation(outside: list) -> dict | None:
     """The inference forwards of the trained model before its step (an evaluation loop), left
     out of the step: what they were, how often they ran and their work per call."""
@@ -739,6 +745,7 @@ def _evaluation(outside: list) -> dict | None:
                 "calls": f.calls,
                 "flops_per_call": sum(w.flops for w in f.works),
                 "ops_per_call": f.ops,
+                "host_reads": _sites(f.reads),
             }
             for f in outside
         ],

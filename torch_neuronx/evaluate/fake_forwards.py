@@ -25,6 +25,7 @@ counting one micro-batch as the step's tokens made tokens/s wrong by 40x. So:
 
 from __future__ import annotations
 
+import collections
 import math
 import weakref
 
@@ -52,6 +53,8 @@ class InferenceForward:
         self.node = WeakTensorKeyDictionary()
         self.alive: list = []
         self.out_meta = None  # the outputs' (shape, stride, dtype, device) tree, to replay
+        # reads of its outputs on the host (an evaluation's loss.item()): site -> count
+        self.reads: collections.Counter = collections.Counter()
 
 
 def _meta(t: torch.Tensor) -> tuple:
@@ -111,6 +114,7 @@ class ForwardTracker:
         self.input_integer = False
         self.input_site = None
         self.first_any = None  # (shape, integer, site) of the first call of any kind
+        self.outputs = WeakTensorKeyDictionary()  # output tensor -> its InferenceForward
 
     def call(self, real, module, *args, **kwargs):
         if self.depth or not self.rec.recording or self.current is not None:
@@ -146,7 +150,9 @@ class ForwardTracker:
         if seen is not None and seen.out_meta is not None:
             seen.calls += 1
             with self.rec.muted():
-                return _replay(seen.out_meta)
+                out = _replay(seen.out_meta)
+            self._tag(out, seen)
+            return out
         fwd = InferenceForward(module, user_site())
         self.inference.append(fwd)
         self.current = fwd
@@ -157,7 +163,17 @@ class ForwardTracker:
         fwd.out_meta = _out_meta(out)
         if key is not None:
             self._memo[key] = fwd
+        self._tag(out, fwd)
         return out
+
+    def _tag(self, out, fwd: InferenceForward) -> None:
+        for t in _pytree.tree_leaves(out):
+            if isinstance(t, torch.Tensor):
+                self.outputs[t] = fwd
+
+    def read_of(self, t: torch.Tensor) -> InferenceForward | None:
+        """The inference forward whose output ``t`` is (a host read of it is that forward's)."""
+        return self.outputs.get(t)
 
     def split(self, optimized: set) -> tuple[list, list]:
         """(forwards of the step, evaluation forwards outside it): an inference forward of a
