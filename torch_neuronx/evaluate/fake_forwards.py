@@ -43,6 +43,7 @@ class InferenceForward:
 
     def __init__(self, module: torch.nn.Module, site: str):
         self.name = type(module).__name__
+        self.module = weakref.ref(module)  # a memo hit must be this very module (ids recycle)
         self.site = site
         self.param_ids = {id(p) for p in module.parameters()}
         self.calls = 1
@@ -147,7 +148,7 @@ class ForwardTracker:
     def _inference(self, real, module, args, kwargs):
         key = _key(module, args, kwargs)
         seen = self._memo.get(key) if key is not None else None
-        if seen is not None and seen.out_meta is not None:
+        if seen is not None and seen.out_meta is not None and seen.module() is module:
             seen.calls += 1
             with self.rec.muted():
                 out = _replay(seen.out_meta)
