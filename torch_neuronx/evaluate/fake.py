@@ -294,7 +294,10 @@ class FakeStepRecorder(TorchDispatchMode):
         host_copy = name in ("aten::_to_copy", "aten::copy_", "aten::_copy_from") and any(
             isinstance(a, torch.Tensor) and a.device.type != "neuron" for a in args
         )
-        if not host_copy:  # a copy from the host is an input of the compiled graph
+        # an op on an inference forward's outputs outside it (an evaluation's metric) is that
+        # forward's, not the step's: counted once per run, not per replayed call
+        after = None if self.forwards.current is not None else self.forwards.derived(args, out)
+        if not host_copy and after is None:  # a copy from the host is an input of the graph
             try:
                 self._add_node(func, args, kwargs, out)
             except Exception:  # noqa: BLE001 - the graph is a model; the eager count stands
@@ -304,7 +307,7 @@ class FakeStepRecorder(TorchDispatchMode):
         if fwd is not None:
             fwd.ops += 1
         if is_data_dependent(name):
-            self.data_dependence[user_site(3)] += 1
+            (after.reads if after is not None else self.data_dependence)[user_site(3)] += 1
         eng = engine_for(full)
         if eng == Engine.host:
             self.fallbacks[full] += 1
@@ -315,7 +318,8 @@ class FakeStepRecorder(TorchDispatchMode):
             return out
         try:
             work = wk.op_work(full, tuple(args), kwargs, out, eng, kind=ev.OP)
-            (fwd.works if fwd is not None else self.works).append(work)
+            dest = fwd.works if fwd is not None else after.after if after is not None else None
+            (self.works if dest is None else dest).append(work)
             if torch._C._current_graph_task_id() != -1:
                 self.backward.add(id(work))
         except Exception:  # an op the model cannot describe: counted as an op, no work
@@ -544,7 +548,7 @@ def project(
     from .build import projection_row
 
     inside, outside = rec.forwards.split(rec.optimized)
-    works = list(rec.works) + [w for f in inside for _ in range(f.calls) for w in f.works]
+    works = list(rec.works) + [w for f in inside for w in [*(f.works * f.calls), *f.after]]
     flops = sum(w.flops for w in works)
     nbytes = sum(w.bytes for w in works)
     backward = [id(w) in rec.backward for w in works]

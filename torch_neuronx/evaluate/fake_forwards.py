@@ -56,6 +56,8 @@ class InferenceForward:
         self.out_meta = None  # the outputs' (shape, stride, dtype, device) tree, to replay
         # reads of its outputs on the host (an evaluation's loss.item()): site -> count
         self.reads: collections.Counter = collections.Counter()
+        # work of ops on its outputs outside it (an evaluation's metrics), all calls together
+        self.after: list = []
 
 
 def _meta(t: torch.Tensor) -> tuple:
@@ -171,6 +173,23 @@ class ForwardTracker:
         for t in _pytree.tree_leaves(out):
             if isinstance(t, torch.Tensor):
                 self.outputs[t] = fwd
+
+    def derived(self, args, out) -> InferenceForward | None:
+        """The inference forward an op outside any forward works on the outputs of (its own
+        outputs are then that forward's too), or None."""
+        if not self.outputs:
+            return None
+        fwd = next(
+            (
+                f
+                for a in _pytree.tree_leaves(args)
+                if isinstance(a, torch.Tensor) and (f := self.outputs.get(a)) is not None
+            ),
+            None,
+        )
+        if fwd is not None:
+            self._tag(out, fwd)
+        return fwd
 
     def read_of(self, t: torch.Tensor) -> InferenceForward | None:
         """The inference forward whose output ``t`` is (a host read of it is that forward's)."""
