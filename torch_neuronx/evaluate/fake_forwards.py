@@ -176,8 +176,9 @@ class ForwardTracker:
 
     def derived(self, args, out) -> InferenceForward | None:
         """The inference forward an op outside any forward works on the outputs of (its own
-        outputs are then that forward's too), or None."""
-        if not self.outputs:
+        outputs are then that forward's too), or None. Only with autograd off and outside the
+        backward: a training loss built on a frozen teacher's outputs is the step's."""
+        if not self.outputs or torch.is_grad_enabled() or torch._C._current_graph_task_id() != -1:
             return None
         fwd = next(
             (
