@@ -4,6 +4,7 @@ renders in a real headless browser without console errors."""
 from __future__ import annotations
 
 import html.parser
+import re
 import shutil
 
 import pytest
@@ -55,7 +56,10 @@ def test_html_has_every_section_and_plot_and_no_network(run_eval):
     p.feed(text)
     assert set(SECTIONS) <= p.ids
     assert PLOTS <= p.plots
-    assert p.urls == [] and "http://" not in text and "https://" not in text
+    assert p.urls == []  # nothing fetched: no src or href leaves the file
+    # the only web addresses are the cited sources of the likely ranges, as text, not links
+    outside_sources = re.sub(r"<td class='source'>.*?</td>", "", text)
+    assert "http://" not in outside_sources and "https://" not in outside_sources
     assert "<script" not in text.lower()
 
 
@@ -120,5 +124,21 @@ def test_html_opens_in_headless_chromium_without_console_errors(run_eval, tmp_pa
             "return Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)"
         )
         assert loaded
+        # what a reader sees: no raw reprs outside the folded traceback
+        text = driver.execute_script(
+            "return Array.from(document.body.querySelectorAll('p, td, th, li, h1, h2, h3'))"
+            ".map(e => e.innerText).join('\\n')"
+        )
+        assert not re.search(r"\{'|\['|\bTrue\b|\bFalse\b|\bNone\b", text), text[:2000]
+        # laid out without overlap: charts, headings and tables each in their own box
+        boxes = driver.execute_script(
+            "return Array.from(document.querySelectorAll('img.plot, h2, h3, table'))"
+            ".map(e => { const r = e.getBoundingClientRect();"
+            " return [e.tagName + ' ' + (e.id || e.alt || e.innerText.slice(0, 30)),"
+            " r.left, r.top, r.right, r.bottom]; })"
+        )
+        for i, (na, l1, t1, r1, b1) in enumerate(boxes):
+            for nb, l2, t2, r2, b2 in boxes[i + 1 :]:
+                assert min(r1, r2) <= max(l1, l2) or min(b1, b2) <= max(t1, t2), (na, nb)
     finally:
         driver.quit()

@@ -210,5 +210,101 @@ def test_gather_dma_compute_and_lnc_rules():
         t = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf)
         nisa.sendrecv(src=t, dst=t, send_to_rank=1, recv_from_rank=1, pipe_id=0)
 
-    msg = _raises(exchange, torch.zeros(1, 1), match="one after another", cls=NkiUnsupportedError)
-    assert "shared_hbm" in msg
+    # a plain call has one program: no partner core
+    _raises(exchange, torch.zeros(1, 1), match="exactly two programs", cls=NkiUnsupportedError)
+
+
+def test_sendrecv_exchanges_tiles_between_the_lnc_pair():
+    """A ring exchange (AWS's sendrecv example): each program sends its half of x to the
+    other core and stores what it receives, so the halves swap; then a loopback (a rank's
+    own) copy, a second exchange on another pipe, float32 and bfloat16."""
+
+    @nki.jit
+    def ring(x):
+        out = nl.ndarray((x.shape[0], 2 * x.shape[1]), dtype=x.dtype, buffer=nl.shared_hbm)
+        rank = nl.program_id(0)
+        P, F = x.shape[0] // 2, x.shape[1]
+        mine = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+        got = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=mine, src=x[rank * P : (rank + 1) * P, :])
+        peer = (rank + 1) % 2
+        nisa.sendrecv(src=mine, dst=got, send_to_rank=peer, recv_from_rank=peer, pipe_id=0)
+        nisa.tensor_tensor(dst=mine, data1=mine, data2=got, op=nl.add)  # both halves' sum
+        back = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.sendrecv(src=got, dst=back, send_to_rank=rank, recv_from_rank=rank, pipe_id=1)
+        nisa.dma_copy(dst=out[rank * P : (rank + 1) * P, 0:F], src=back)
+        nisa.dma_copy(dst=out[rank * P : (rank + 1) * P, F : 2 * F], src=mine)
+        return out
+
+    for dtype in (torch.float32, torch.bfloat16):
+        x = torch.randn(64, 24).to(dtype)
+        out = ring[2](*on_dev(x)).cpu()
+        swapped = torch.cat([x[32:], x[:32]])
+        assert torch.equal(out[:, :24], swapped)  # moved as bits
+        s = (x[:32].float() + x[32:].float()).to(dtype)
+        torch.testing.assert_close(out[:, 24:], torch.cat([s, s]))
+        assert ring.last_report.by_opcode["sendrecv"] == 4
+
+
+def test_core_barrier_orders_the_pair_both_ways():
+    """With the pair running as coroutines, a program reads after the barrier what its
+    peer wrote before it, whichever program runs first (program 0 reads program 1's half)."""
+
+    @nki.jit
+    def kernel(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        res = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        pid = nl.program_id(0)
+        mine, other = slice(pid * 16, pid * 16 + 16), slice(16 - pid * 16, 32 - pid * 16)
+        t = nl.ndarray((16, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[mine, :])
+        nisa.dma_copy(dst=out[mine, :], src=t)
+        nisa.core_barrier(out, (0, 1))
+        nisa.dma_copy(dst=t, src=out[other, :])
+        nisa.dma_copy(dst=res[mine, :], src=t)
+        return res
+
+    x = torch.randn(32, 8)
+    assert torch.equal(kernel[2](*on_dev(x)).cpu(), torch.cat([x[16:], x[:16]]))
+
+
+def test_sendrecv_without_a_partner_is_a_named_deadlock():
+    @nki.jit
+    def one_sided(x):
+        t = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=t, value=1.0)
+        if nl.program_id(0) == 0:
+            nisa.sendrecv(src=t, dst=t, send_to_rank=1, recv_from_rank=1, pipe_id=0)
+
+    with pytest.raises(nki.NkiValidationError, match="deadlock: program 0 waits") as e:
+        one_sided[2](*on_dev(torch.zeros(1, 1)))
+    assert "test_isa_registers.py" in str(e.value)
+
+
+def test_sendrecv_kernel_in_an_nki_op_eager_and_compiled():
+    """Inside an nki_op: eager runs the pair as coroutines; torch.compile's fake-tensor trace
+    runs shapes only on one thread (fake tensor mode is per thread) and still checks rules."""
+    from torch_neuronx import nki_op
+
+    @nki.jit
+    def swap(x):
+        P, F = x.shape[0] // 2, x.shape[1]
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        rank = nl.program_id(0)
+        t = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+        r = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[rank * P : (rank + 1) * P, :])
+        nisa.sendrecv(src=t, dst=r, send_to_rank=1 - rank, recv_from_rank=1 - rank, pipe_id=0)
+        nisa.dma_copy(dst=out[rank * P : (rank + 1) * P, :], src=r)
+        return out
+
+    @nki_op("nki_tests::swap_halves", mutates_args={})
+    def swap_halves(x: torch.Tensor) -> torch.Tensor:
+        return swap[2](x)
+
+    x = torch.randn(64, 8)
+    want = torch.cat([x[32:], x[:32]])
+    (xd,) = on_dev(x)
+    assert torch.equal(swap_halves(xd).cpu(), want)
+    f = torch.compile(lambda t: swap_halves(t) * 2, backend="neuron")
+    torch.testing.assert_close(f(xd).cpu(), 2 * want)

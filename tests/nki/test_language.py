@@ -286,11 +286,12 @@ def test_dtypes_are_torch_dtypes():
     assert nl.tile_size.pmax == 128 and nl.tile_size.gemm_moving_fmax == 512
     assert nl.tile_size.psum_bank_fmax == 512 and nl.tile_size.psum_num_banks == 8
     assert nl.tile_size.total_available_sbuf_size == 224 * 1024  # NeuronCore-v3
-    with pytest.raises(nki.NkiUnsupportedError, match=r"packed MX data type"):
+    with pytest.raises(nki.NkiValidationError, match=r"packed MX type nl.float8_e5m2_x4"):
 
         @nki.jit
         def k(x):
-            nl.ndarray((4, 4), dtype=nl.float8_e5m2_x4)
+            t = nl.ndarray((4, 4), dtype=nl.float8_e5m2_x4)  # allocates (storage: int32 bits)
+            nl.exp(t)  # an ALU instruction would read the bits as numbers
 
         k(torch.zeros(1, 1, device="neuron"))
 

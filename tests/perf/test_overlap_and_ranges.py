@@ -26,16 +26,19 @@ def test_a_level_without_bandwidth_bound_runs_takes_the_wider_levels_bus_bandwid
     f = fit.fit(data.CALIBRATION)
     assert f[("trn1", "chip")][1] == pytest.approx(f[("trn1", "instance")][1])
     assert float(hw.COLLECTIVE_FIT["trn1"]["chip"][1]) == pytest.approx(45.0e9, rel=0.01)
-    assert f[("trn2", "chip")][1] == pytest.approx(81.2e9, rel=0.01)  # bandwidth-bound: its own
+    assert f[("trn2", "chip")][1] == pytest.approx(30.0e9, rel=0.01)  # bandwidth-bound: its own
+    assert f[("trn2", "chip:reduce")][1] == pytest.approx(105.3e9, rel=0.01)
 
 
 def test_likely_range_from_the_kind_of_work():
     lo, hi = ranges.likely(1.0, "decode")
-    assert (lo, hi) == (1.0, ranges.BANDS["decode"][1])
+    assert (lo, hi) == (min(1.0, ranges.BANDS["decode"][0]), max(1.0, ranges.BANDS["decode"][1]))
     lo, hi = ranges.likely(1.0, "prefill")
-    assert (lo, hi) == (ranges.BANDS["prefill"][0], 1.0)
+    assert (lo, hi) == (ranges.BANDS["prefill"][0], ranges.BANDS["prefill"][1])
+    lo, hi = ranges.likely(1.0, "training")
+    assert (lo, hi) == ranges.BANDS["training"]
     text = ranges.describe(14.2e-3, "decode")
-    assert text.startswith("14.2 ms, likely 14.2 ms to 42.6 ms") and "modeled" in text
+    assert text.startswith("14.2 ms, likely 11.4 ms to 17.3 ms") and "modeled" in text
     assert ranges.collective_band("trn1") == (0.59, 1.49)
     with pytest.raises(ValueError, match="unknown kind"):
         ranges.band("gossip")
@@ -47,7 +50,7 @@ def test_cost_prints_the_range(capsys):
     for r in out["rows"]:
         lo, hi = r["likely_time_us"]
         t = r["modeled_time_us"]
-        assert lo == pytest.approx(t * 0.62) and hi == pytest.approx(t * 1.09)
+        assert lo == pytest.approx(t * 0.62) and hi == pytest.approx(t * ranges.BANDS["kernel"][1])
         assert "kernel work" in r["range_from"]
     assert cli.main(["cost", "all_reduce", "16777216", "--ranks", "64"]) == 0
     text = capsys.readouterr().out
@@ -71,10 +74,20 @@ def test_summary_reports_range_and_overlap():
     assert s["device_time_s"] == pytest.approx(15e-3)  # one after another
     assert s["range_kind"] == "training"  # the region ran a backward op
     lo, hi = s["likely_range_s"]
-    assert lo == pytest.approx(15e-3) and hi == pytest.approx(15e-3 * ranges.BANDS["training"][1])
+    t_lo, t_hi = ranges.BANDS["training"]
+    assert lo == pytest.approx(15e-3 * min(1.0, t_lo)) and hi == pytest.approx(15e-3 * t_hi)
     assert "modeled" in s["range_note"]
     ov = s["overlap"]
     assert ov["exposed_s"] == pytest.approx(1e-3) and ov["hidden_s"] == pytest.approx(4e-3)
     assert ov["device_time_s"] == pytest.approx(11e-3)
     assert m.summary(kind="decode")["range_kind"] == "decode"
     assert "likely" in m.table()
+
+
+def test_micro_batch_mode_pays_the_optimizer_once_per_step():
+    one = overlap.accumulated_step(0.1, 1, once_s=0.05, blocking_s=0.02)
+    eight = overlap.accumulated_step(0.1, 8, once_s=0.05, blocking_s=0.02)
+    assert eight - one == pytest.approx(7 * 0.1)  # only the micro-batches repeat
+    assert eight < 8 * one
+    with pytest.raises(ValueError, match="micro_batches"):
+        overlap.accumulated_step(0.1, 0)

@@ -5,7 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from torch_neuronx.perf import collective_validation, ranges, validation
+from torch_neuronx.perf import (
+    collective_validation,
+    ranges,
+    validation,
+    workload_data,
+    workloads,
+)
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "perf-model.md"
 
@@ -26,33 +32,56 @@ def test_peaks_and_bandwidths_are_close_to_the_published_figures(rows):
             assert 0.85 <= r.ratio <= 1.01, r
 
 
-def test_workload_predictions_are_pinned_by_kind(rows):
-    workloads = [r for r in rows if r.unit in ("seq/s", "ms")]
-    assert len(workloads) == 5
-    # modeled speed / published speed, pinned per kind of work (docs/perf-model.md, issue 23):
-    # training 1.11 (backward TP collectives overlapped, perf/overlap.py), decode 1.6-3.0x
-    # optimistic (a stated failure: Trn2 small all-reduce fixed cost), prefill 0.66-0.76
-    expect = {
-        "Llama-3.1-8B pre-training throughput": 1.11,
-        "Llama-3.3-70B decode, time per output token (p50)": 2.99,
-        "Llama-3.1-405B decode, time per output token (p50)": 1.59,
-        "Llama-3.3-70B prefill, time to first token (p50)": 0.76,
-        "Llama-3.1-405B prefill, time to first token (p50)": 0.66,
-    }
-    for r in workloads:
-        speedup = ranges.speed_ratio(r)
-        assert speedup == pytest.approx(expect[r.anchor], abs=0.02), r
+@pytest.fixture(scope="module")
+def pairs():
+    return validation.workload_rows()
 
 
-def test_stored_range_bands_are_the_validation_errors(rows):
-    assert ranges.workload_bands(rows) == ranges.BANDS
+def test_workload_sets_are_split_by_rule_and_disjoint():
+    cal, val, exc = workload_data.CALIBRATION, workload_data.VALIDATION, workload_data.EXCLUDED
+    key = lambda r: (r.kind, r.model, r.setup)  # noqa: E731
+    assert not {key(r) for r in cal} & {key(r) for r in val}
+    assert len(cal) + len(val) + len(exc) == len(workload_data.ROWS) >= 30
+    assert all(r.gen == "trn1" for r in cal)  # every Trn2 row is validation
+    assert all(r.note for r in exc)  # every excluded row says why
 
 
-def test_docs_table_is_the_generated_one(rows):
+def test_validation_meets_the_issue_criterion_where_it_does(pairs):
+    # modeled speed / published speed on rows never fitted (issue 23's criterion: geometric
+    # mean in [0.8, 1.25] per kind, no row off by more than 2x); at the time of writing decode
+    # 0.97, prefill 0.93, training 1.17 (its worst row, the SDK 2.15 Llama-2-7B, at 1.61)
+    s = validation.workload_summary(pairs)
+    for kind in ("decode", "prefill", "training"):
+        v = s[("validation", kind)]
+        assert 0.8 <= v["geomean"] <= 1.25, (kind, v)
+        assert 0.5 <= v["lo"] and v["hi"] <= 2.0, (kind, v)
+    assert s[("validation", "training")]["n"] >= 5
+    # Trn2 decode is no longer ~3x too fast (the 70B row was 2.99 before the refit)
+    trn2 = [workloads.speed_ratio(r, v) for r, v in pairs if r.gen == "trn2" and r.kind == "decode"]
+    assert all(0.75 <= x <= 1.25 for x in trn2), trn2
+
+
+def test_serving_stack_is_its_own_line_never_in_device_time(pairs):
+    r, v = next((r, v) for r, v in pairs if r.serving and r.kind == "decode")
+    assert v == pytest.approx(workloads.predict(r))  # device time only
+    assert workloads.compared(r, v) == v  # vLLM's async execution hides the per-call dispatch
+    assert "[ASYNC]" in validation.workload_markdown([(r, v)])
+    # a serving stack's time to first token is compared with the serving term on
+    p, pv = next((r, v) for r, v in pairs if r.serving and r.kind == "prefill")
+    assert workloads.compared(p, pv) == pytest.approx(pv + workloads.SERVING_PER_CALL_S * 1e3)
+
+
+def test_stored_range_bands_are_the_validation_errors(rows, pairs):
+    assert ranges.workload_bands(rows, pairs) == ranges.BANDS
+
+
+def test_docs_table_is_the_generated_one(rows, pairs):
     text = DOC.read_text()
     assert "No Trainium was used" in text or "**No Trainium was used**" in text
     generated = (
         validation.markdown(rows)
+        + "\n"
+        + validation.workload_markdown(pairs)
         + "\n"
         + validation.hardware_markdown()
         + "\n"
@@ -62,5 +91,5 @@ def test_docs_table_is_the_generated_one(rows):
     )
     for line in generated.splitlines():
         assert line in text, (
-            f"docs/perf-model.md is stale; regenerate with python -m torch_neuronx.perf.validation:\n{line}"
+            f"docs/perf-model.md is stale; regenerate with python -m torch_neuronx.perf.validation --write docs/perf-model.md:\n{line}"
         )

@@ -24,6 +24,7 @@ import torch
 
 from . import fake as _fake
 from . import profiles as _profiles
+from . import report as _report
 from .session import Evaluation, write
 
 
@@ -79,11 +80,10 @@ def _run(model, inputs, loss_fn, optimizer_factory, steps, device, compiled=Fals
             )
             out["output"].append(_output_summary(y))
             lv = float(loss.detach().float().cpu())
-        opt.step()
+        opt.step()  # the step tracker (steps.py) reads the gradient norm before it, as above
         out["loss"].append(lv)
         out["grad_norm"].append(gn)
         if ev is not None:
-            ev.collector._cur.grad_norm = gn
             ev.collector.mark_step(lv)
         out["wall_s"].append(time.perf_counter() - t0)
     return out, m, opt
@@ -164,12 +164,7 @@ def evaluate_model(
         rep["placement"]["compiled_run_fallback_calls"] = compile_report["placement"][
             "fallback_calls"
         ]
-        from .build import readiness
-
-        rep["readiness"] = readiness(rep)
-    from . import verdict
-
-    rep["verdict"] = verdict.build(rep)  # write() builds it again from the same report
+    _report.finish(rep)  # the one builder's last phase, as for the CLI
     if out_dir:
         rep["files"] = write(rep, out_dir)
     return rep

@@ -525,15 +525,15 @@ def readiness(rep: dict) -> list:
         )
     if pl.get("fallback_calls"):
         top = pl["fallback_ops"][0]
-        site = top["sites"][0]["site"] if top["sites"] else "?"
+        site = f" at {top['sites'][0]['site']}" if top["sites"] else ""
         items.append(
             {
                 "status": "fail",
                 "item": f"{pl['fallback_calls']} CPU-fallback calls ({len(pl['fallback_ops'])} "
-                f"ops); first fix {top['name']} at {site}",
+                f"ops); first fix {top['name']}{site}",
             }
         )
-    else:
+    elif pl.get("total_calls"):  # no op at all is no evidence that ops run natively
         items.append({"status": "pass", "item": "Every op ran natively on the device"})
     for r in pl.get("unsupported_features") or []:
         site = r["sites"][0]["site"] if r["sites"] else "?"
@@ -616,24 +616,6 @@ def readiness(rep: dict) -> list:
         )
     order = {"fail": 0, "warn": 1, "pass": 2}
     return sorted(items, key=lambda i: order[i["status"]])
-
-
-def gate(rep: dict, fail_on: list) -> list:
-    """The --fail-on conditions that hold (each a short reason)."""
-    out = []
-    if "fallback" in fail_on and (rep.get("placement") or {}).get("fallback_calls"):
-        out.append(f"fallback: {rep['placement']['fallback_calls']} CPU-fallback calls")
-    if "recompile" in fail_on and (rep.get("compilation") or {}).get("recompiles"):
-        out.append(f"recompile: {len(rep['compilation']['recompiles'])} recompilations")
-    if "numerics" in fail_on and (rep.get("numerics") or {}).get("verdict") == "fail":
-        out.append("numerics: verdict fail")
-    if "memory" in fail_on:
-        fit = (rep.get("memory") or {}).get("fit") or []
-        emu = (rep.get("projection") or {}).get("emulated_profile")
-        row = next((f for f in fit if f["profile"] == emu), fit[0] if fit else None)
-        if row is not None and not row["fits_one_core"]:
-            out.append(f"memory: peak does not fit one core of {row['profile']}")
-    return out
 
 
 def header(mode: str, argv: list | None = None) -> dict:

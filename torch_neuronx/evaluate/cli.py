@@ -76,10 +76,11 @@ def add_parser(sub) -> None:
     e.add_argument(
         "--fsdp",
         type=positive_int,
-        default=1,
-        help="--fake: FSDP / data-parallel sharding degree",
+        help="--fake only: FSDP / data-parallel sharding degree (default 1)",
     )
-    e.add_argument("--tp", type=positive_int, default=1, help="--fake: tensor-parallel degree")
+    e.add_argument(
+        "--tp", type=positive_int, help="--fake only: tensor-parallel degree (default 1)"
+    )
     e.add_argument(
         "--reference",
         help="numerics: re-run the script with the neuron device mapped to this device (cpu; "
@@ -120,6 +121,11 @@ def cmd_evaluate(args) -> int:
             args.instances.split(",") if args.instances else None, args.lnc, prices
         )
         tolerances = _tolerances(args.tolerance)
+        if not args.fake and (args.fsdp or args.tp):  # a layout a measured run does not take
+            raise ValueError(
+                "--fsdp and --tp choose the layout of a --fake projection: add --fake (a "
+                "measured run's layout is the script's own: run it under torchrun)"
+            )
         if "numerics" in fail_on and not args.reference:  # a gate that could never hold
             raise ValueError("--fail-on numerics compares with a reference: add --reference cpu")
         if args.reference:
@@ -139,8 +145,6 @@ def cmd_evaluate(args) -> int:
         )
         if v
     }
-    if args.fake:
-        return _fake_cmd(args, profs, work, fail_on)
     return _run_cmd(args, profs, work, fail_on, tolerances)
 
 
@@ -166,30 +170,41 @@ def _tolerances(text: str | None) -> dict:
 
 
 def _run_cmd(args, profs, work, fail_on, tolerances) -> int:
-    from . import build, isolate, render_text
+    """Every mode (the instrumented run, ``--reference``, ``--fake``): the script runs in a
+    worker (isolate.py), so this process alone writes the report and chooses the exit status,
+    whatever the script does to its own process; report.finish completes every mode's report."""
+    from . import isolate, render_text
+    from . import report as _report
     from .runner import rank_and_world
     from .session import write
 
-    rank, world = rank_and_world()
+    rank, world = (0, 1) if args.fake else rank_and_world()
     script = os.path.abspath(args.script)
     if not os.path.isfile(script):
         print(f"torch-neuronx evaluate: error: no such script: {script}", file=sys.stderr)
         return EXIT_USAGE
-    # the script runs in a worker (isolate.py): this process alone writes the report and
-    # chooses the exit status, whatever the script does to its own process
     state: dict = {}
+    collect = _collect_fake if args.fake else _collect
     rep, got = isolate.run(
-        lambda: _collect(args, profs, work, tolerances, rank, world, state),
-        lambda status, stack: _hard_exit_report(state, status, stack, rank, world),
+        lambda: collect(args, profs, work, tolerances, rank, world, state),
+        lambda status, stack: _hard_exit_report(args, state, status, stack, rank, world),
     )
+    blocking = []
     if isinstance(rep, isolate.Ended):  # killed by a signal: no data came back
-        rep = _ended_report(args, profs, work, tolerances, rank, world, rep)
-    _interrupted(rep, got)
+        error = {"type": rep.kind, "message": rep.message, "traceback": ""}
+        argv = [args.script, *args.args]
+        mode = "fake" if args.fake else "script"
+        blocking.append(rep.message)
+        rep = _report.empty(mode, argv, profs, error=error, rank=rank, world_size=world)
+    elif rep.get("ended"):  # os._exit in the script
+        blocking.append(rep.pop("ended"))
+    if got:  # the harness was sent a signal (and passed it on): interrupted, not an error
+        blocking = [_interrupted(rep, got)]
+    _report.finish(rep, fail_on, blocking)
     stem = "report" if world == 1 else f"report-rank{rank}"
-    rep["fail_on"] = {"requested": fail_on, "triggered": build.gate(rep, fail_on)}
     paths = write(rep, args.out, stem, html=not args.no_html)
     if world > 1 and rank == 0:
-        merged = merge_ranks(args.out, world, rep)
+        merged = _report.finish(merge_ranks(args.out, world, rep), fail_on)
         paths["merged"] = write(merged, args.out, "report", html=not args.no_html)["json"]
     if not args.quiet and (rank == 0 or world == 1):
         render_text.print_summary(rep, paths)
@@ -212,10 +227,9 @@ def _exit_status(rep: dict, got: str | None) -> int:
     return EXIT_OK
 
 
-def _interrupted(rep: dict, got: str | None) -> None:
-    """The report of a run the harness was sent ``got`` (a signal name) during: interrupted."""
-    if not got:
-        return
+def _interrupted(rep: dict, got: str) -> str:
+    """Marks the report of a run the harness was sent ``got`` (a signal name) during as
+    interrupted; returns the blocking item."""
     message = f"interrupted: torch-neuronx evaluate received {got} and passed it on to the script"
     err = rep.get("error")
     if err and err.get("type") not in ("signal", "KeyboardInterrupt"):
@@ -226,8 +240,8 @@ def _interrupted(rep: dict, got: str | None) -> None:
         "message": message,
         "traceback": (err or {}).get("traceback", ""),
     }
-    rep["readiness"] = [i for i in rep["readiness"] if "ended by signal" not in i["item"]]
-    rep["readiness"].insert(0, {"status": "fail", "item": message})
+    rep["blocking"] = [b for b in rep.get("blocking") or [] if "ended by signal" not in b["item"]]
+    return message
 
 
 def _evaluation(args, profs, work, tolerances, progress=None):
@@ -245,17 +259,20 @@ def _evaluation(args, profs, work, tolerances, progress=None):
 
 
 def _collect(args, profs, work, tolerances, rank, world, state) -> dict:
-    """In the worker: the instrumented run, the reference re-runs, and the report's data."""
-    from . import isolate, render_text
-    from .runner import run_script
+    """In the worker: the instrumented run, the reference re-runs, and the report's sections."""
+    from . import isolate, render_text, runner
 
     progress = render_text.Progress(args.steps, enabled=not args.quiet and rank == 0)
     ev = state["ev"] = _evaluation(args, profs, work, tolerances, progress)
     try:
-        code = run_script(ev, args.script, args.args)
+        with ev:
+            outcome = runner.run(args.script, args.args, ev.tracker)
+        ev.ran(outcome)
     finally:
         progress.close()
-    isolate.leave_if_forked(code)  # a child the script forked ends as the script left it
+    isolate.leave_if_forked(
+        outcome.exit_code
+    )  # a child the script forked ends as the script left it
     runs, note = None, None
     if args.reference and world > 1:
         note = "--reference is not supported under torchrun (one process re-runs one script)"
@@ -274,28 +291,23 @@ def _collect(args, profs, work, tolerances, rank, world, state) -> dict:
     return ev.report(rank=rank, world_size=world, runs=runs, numerics_note=note)
 
 
-def _ended(rep: dict, message: str) -> dict:
-    """The report of a script that ended its own process: a blocking error and finding."""
-    rep["readiness"].insert(0, {"status": "fail", "item": message})
-    return rep
-
-
-def _hard_exit_report(state, status, stack, rank, world) -> dict:
-    """In the worker, inside the script's ``os._exit(status)``: what was collected until then."""
-    ev = state["ev"]
-    ev.__exit__(None, None, None)  # stops the collectors (the run never reaches its end)
-    ev.status = "error"
+def _hard_exit_report(args, state, status, stack, rank, world) -> dict:
+    """In the worker, inside the script's ``os._exit(status)``: what was collected until then
+    (``ended``: the blocking item report.finish adds)."""
     message = f"the script ended its process with os._exit({status})"
-    ev.error = {"type": "os._exit", "message": message, "traceback": stack}
-    return _ended(ev.report(rank=rank, world_size=world), message)
+    error = {"type": "os._exit", "message": message, "traceback": stack}
+    if args.fake:
+        from .runner import Outcome
 
-
-def _ended_report(args, profs, work, tolerances, rank, world, ended) -> dict:
-    """In the harness, when the worker died without handing data back (a signal)."""
-    ev = _evaluation(args, profs, work, tolerances)
-    ev.status = "error"
-    ev.error = {"type": ended.kind, "message": ended.message, "traceback": ""}
-    return _ended(ev.report(rank=rank, world_size=world), ended.message)
+        state["outcome"] = Outcome(status="error", error=error)
+        rep = _fake_sections(args, state)
+    else:
+        ev = state["ev"]
+        ev.__exit__(None, None, None)  # stops the collectors (the run never reaches its end)
+        ev.status, ev.error = "error", error
+        rep = ev.report(rank=rank, world_size=world)
+    rep["ended"] = message
+    return rep
 
 
 def merge_ranks(out_dir: str, world: int, own: dict, timeout_s: float = 120.0) -> dict:
@@ -341,201 +353,37 @@ def merge_ranks(out_dir: str, world: int, own: dict, timeout_s: float = 120.0) -
     return merged
 
 
-def _fake_cmd(args, profs, work, fail_on) -> int:
-    from . import isolate, render_text
-    from .session import write
+def _collect_fake(args, profs, work, tolerances, rank, world, state) -> dict:
+    """In the worker: the script traced with fake tensors (runner.py, as every mode), and the
+    report's sections."""
+    from . import fake, isolate, runner
+    from .steps import StepTracker
 
-    script = os.path.abspath(args.script)
-    if not os.path.isfile(script):
-        print(f"torch-neuronx evaluate: error: no such script: {script}", file=sys.stderr)
-        return EXIT_USAGE
-    # one runner for every mode: the trace runs in the worker too (isolate.py)
-    state: dict = {}
-    rep, got = isolate.run(
-        lambda: _fake_collect(args, profs, work, fail_on, script, state),
-        lambda status, stack: _fake_hard_exit(args, profs, work, fail_on, state, status, stack),
-    )
-    if isinstance(rep, isolate.Ended):  # killed by a signal: no data came back
-        rep = _fake_ended(args, profs, work, fail_on, rep)
-    _interrupted(rep, got)
-    paths = write(rep, args.out, "report", html=not args.no_html)
-    if not args.quiet:
-        render_text.print_summary(rep, paths)
-    if got or rep["status"] != "ok":
-        return _exit_status(rep, got)
-    return EXIT_GATE if rep["fail_on"]["triggered"] else EXIT_OK
+    state.update(t0=time.perf_counter(), work=work, profs=profs)
+    with fake.fake_session() as rec:
+        # the traced step ends at the first optimizer step; the recorder stops at the next one
+        state["rec"] = rec
+        state["tracker"] = tracker = StepTracker(
+            count="any", read_values=False, on_step=lambda loss, gn: rec.end_step()
+        )
+        state["outcome"] = outcome = runner.run(args.script, args.args, tracker)
+        isolate.leave_if_forked(outcome.exit_code)
+    return _fake_sections(args, state)  # outside the fake mode: the planner runs real tensors
 
 
-def _fake_collect(args, profs, work, fail_on, script, state) -> dict:
-    """In the worker: the script traced with fake tensors, and the report's data."""
-    import runpy
-
-    from torch.optim.optimizer import register_optimizer_step_post_hook
-
-    from . import callsite, fake, isolate
-    from .collector import StepLimitReached
-
-    callsite.add_user_root(os.path.dirname(script))
-    state.update(status="ok", error=None, optimizers=[], t0=time.perf_counter())
-    optimizers = state["optimizers"]
-
-    def _end_step(opt, a, k):  # the traced step ends here (the fake recorder stops at the next one)
-        if opt not in optimizers:
-            optimizers.append(opt)
-        if "rec" in state:
-            state["rec"].end_step()
-
-    saved_argv = sys.argv
-    sys.argv = [script, *args.args]
-    sys.path.insert(0, os.path.dirname(script))  # as `python script.py`: `import model` beside it
-    hook = register_optimizer_step_post_hook(_end_step)
-    left = None
-    try:
-        with fake.fake_session() as rec:
-            state["rec"] = rec
-            try:
-                runpy.run_path(script, run_name="__main__")
-            except StepLimitReached:
-                pass
-            except SystemExit as e:
-                left = e
-                if e.code not in (None, 0):
-                    state["status"] = "error"
-            except KeyboardInterrupt as e:
-                left = e
-                state["status"] = "interrupted"
-            except Exception as e:
-                import traceback
-
-                left = e
-                state["status"] = "error"
-                state["error"] = {
-                    "type": type(e).__name__,
-                    "message": str(e),
-                    "traceback": traceback.format_exc(),
-                }
-            isolate.leave_if_forked(isolate.exit_code(left))
-            params = [p for o in optimizers for g in o.param_groups for p in g["params"]]
-            static = fake.static_bytes(params, optimizers)
-    finally:
-        hook.remove()
-        sys.argv = saved_argv
-        if sys.path and sys.path[0] == os.path.dirname(script):
-            sys.path.pop(0)
-    return _fake_report(args, profs, work, fail_on, state, static)
-
-
-def _fake_flops_check(fk: dict, static: dict, work: dict) -> dict | None:
-    """The traced FLOPs beside 6 x parameters x tokens (sanity.six_nd); parameters from the
-    optimizers' bytes are not a count, so the recorder's parameter count is used."""
-    from . import sanity
-
-    return sanity.six_nd(
-        fk.get("flops_per_step") or 0, static.get("parameter_count"), work.get("tokens_per_step")
-    )
-
-
-def _fake_hard_exit(args, profs, work, fail_on, state, status, stack) -> dict:
-    """In the worker, inside the script's ``os._exit(status)``: the trace until then."""
+def _fake_sections(args, state) -> dict:
     from . import fake
+    from . import report as _report
+    from .runner import Outcome
 
-    optimizers = state.get("optimizers", [])
-    params = [p for o in optimizers for g in o.param_groups for p in g["params"]]
-    message = f"the script ended its process with os._exit({status})"
-    state["status"] = "error"
-    state["error"] = {"type": "os._exit", "message": message, "traceback": stack}
-    rep = _fake_report(args, profs, work, fail_on, state, fake.static_bytes(params, optimizers))
-    return _ended(rep, message)
-
-
-def _fake_ended(args, profs, work, fail_on, ended) -> dict:
-    """In the harness, when the fake worker died without handing data back (a signal)."""
-    from . import fake
-
-    state = {
-        "status": "error",
-        "error": {"type": ended.kind, "message": ended.message, "traceback": ""},
-        "rec": fake.FakeStepRecorder(),  # nothing traced came back
-    }
-    rep = _fake_report(args, profs, work, fail_on, state, fake.static_bytes([], []))
-    return _ended(rep, ended.message)
-
-
-def _fake_report(args, profs, work, fail_on, state, static) -> dict:
-    """The ``--fake`` report of what the recorder in ``state`` traced."""
-    import resource
-
-    from . import build, fake, findings
-
-    rec = state.get("rec") or fake.FakeStepRecorder()
-    rep = build.header("fake", [args.script, *args.args])
-    rep.update({"status": state["status"], "error": state["error"], "rank": 0, "world_size": 1})
-    inferred = fake.inferred_work(rec)
-    if inferred:  # as the API infers them; the command line's figures win
-        work = {
-            **{k: inferred[k] for k in ("samples_per_step", "tokens_per_step") if k in inferred},
-            **work,
-        }
-    rep["work"] = work
-    rep["fake_projection"] = fake.project(
-        rec, profs, dp=args.fsdp, tp=args.tp, static=static, work=work
+    return _report.fake(
+        [args.script, *args.args],
+        state.get("outcome") or Outcome(),
+        state.get("rec") or fake.FakeStepRecorder(),
+        state.get("tracker"),
+        state["profs"],
+        state["work"],
+        dp=args.fsdp or 1,
+        tp=args.tp or 1,
+        t0=state.get("t0"),
     )
-    rep["fake_projection"]["flops_check"] = _fake_flops_check(rep["fake_projection"], static, work)
-    t0 = state.get("t0")
-    rep["fake_projection"]["trace_wall_s"] = time.perf_counter() - t0 if t0 else 0.0
-    rep["fake_projection"]["host_max_rss_bytes"] = (
-        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    )
-    rep["touched_neuron"] = rec.ops > 0
-    rep["steps_completed"] = 1 if rec.stop_at_next_step else 0
-    if not rec.ops:
-        rep["notice"] = "the script never ran an op on the neuron device (under fake tensors)"
-    if rep["status"] != "ok":  # a crashed trace: its partial figures are no projection
-        rep["fake_projection"] = {
-            "withheld": f"withheld: the fake trace did not complete (status {rep['status']})",
-            "profiles": [],
-            "data_dependence": rep["fake_projection"]["data_dependence"],
-            "trace_wall_s": rep["fake_projection"]["trace_wall_s"],
-            "host_max_rss_bytes": rep["fake_projection"]["host_max_rss_bytes"],
-        }
-    rep["blocking"] = [i for i in findings.blocking(rep, None) if rep["status"] != "ok"]
-    if rep["status"] == "error" and not rep["blocking"]:  # SystemExit: no traceback to point at
-        rep["blocking"] = [
-            {"status": "fail", "item": "The fake trace ended with an error", "site": None}
-        ]
-    rep["readiness"] = build.readiness({"touched_neuron": rec.ops > 0, "blocking": rep["blocking"]})
-    if rec.fallbacks:
-        rep["readiness"] = [i for i in rep["readiness"] if "natively" not in i["item"]]
-        rep["readiness"].insert(
-            0,
-            {
-                "status": "fail",
-                "item": "ops without a Neuron lowering (CPU fallback): "
-                + ", ".join(sorted(rec.fallbacks)),
-            },
-        )
-    if rep["fake_projection"]["data_dependence"]:
-        d = rep["fake_projection"]["data_dependence"][0]
-        rep["readiness"].append(
-            {
-                "status": "warn",
-                "item": f"the step reads device values on the host (data "
-                f"dependence) at {d['site']}: {d['line']}",
-            }
-        )
-    for c in rep["fake_projection"].get("cuda_calls") or []:
-        rep["readiness"].append(
-            {
-                "status": "warn",
-                "item": f"CUDA call {c['call']} x{c['count']} at {c['site']} ran on neuron under "
-                f"--fake: use {c['fix']}",
-            }
-        )
-    triggered = []
-    if "fallback" in fail_on and rec.fallbacks:
-        triggered.append(f"fallback: {sum(rec.fallbacks.values())} op calls without a lowering")
-    fk_rows = rep["fake_projection"]["profiles"]
-    if "memory" in fail_on and fk_rows and not any(r["fits"] for r in fk_rows):
-        triggered.append("memory: the layout does not fit one core of any profile")
-    rep["fail_on"] = {"requested": fail_on, "triggered": triggered}
-    return rep

@@ -36,10 +36,6 @@ import time
 import weakref
 
 import torch
-from torch.optim.optimizer import (
-    register_optimizer_step_post_hook,
-    register_optimizer_step_pre_hook,
-)
 
 from torch_neuronx import metrics as _metrics
 from torch_neuronx.eager import perf_hook
@@ -53,6 +49,7 @@ from torch_neuronx.runtime.op_names import strip_overload
 
 from . import advice, host_reads
 from .callsite import source_line, user_site
+from .steps import StepLimitReached, StepTracker  # noqa: F401 (fake.py imports it here)
 
 _MAX_SITES = 8
 
@@ -171,26 +168,22 @@ class Collector:
         self.recompiles: list = []
         self.memory_timeline: list = []  # (wall s since start, device, allocated, reserved)
         self.devices_seen: set = set()
-        self.optimizers: list = []  # those whose steps are the device's steps
-        self.optimizer_order: list = []  # every optimizer that stepped, by its first step
-        self.host_optimizers: list = []  # optimizers over CPU tensors that stepped
+        # the step boundaries, loss and gradient norm (steps.py, the one step tracker)
+        self.tracker = StepTracker(
+            count="device", steps_limit=steps_limit, quiet=self.internal, on_step=self._step_ended
+        )
         self.optimizer_sites = weakref.WeakKeyDictionary()  # optimizer -> where it was built
-        self._pre_step_sq: dict = {}  # id(optimizer) -> squared grad norm read before its step
         self.compile_failures: list = []  # the neuron backend's failures (also swallowed ones)
         self.touched_neuron = False
         self._internal = 0
         self._events_since_sample = 0
         self._t0 = time.perf_counter()
         self._sync_counter0 = 0
-        self._hooks: list = []
         self._loggers: list = []
         self._active = False
         self._cur_target = perf_target.current()
         self._recost_cache: dict = {}  # id(cost) -> (cost, {profile: (s, compiled s)})
         self.scaled_costs = 0  # events without a basis (NKI kernels): scaled, not re-costed
-        self.stop_requested = False
-        self.explicit = False
-        self.pending_loss = None
         self._thread = threading.local()  # .op: the eager op being reported on this thread
 
     # -- region ---------------------------------------------------------------------------
@@ -206,8 +199,7 @@ class Collector:
         clock.add_listener(self._on_event_cb)
         clock.acquire()
         perf_hook.add_op_observer(self._on_op_cb)
-        self._hooks.append(register_optimizer_step_pre_hook(self._before_optimizer_step))
-        self._hooks.append(register_optimizer_step_post_hook(self._after_optimizer_step))
+        self.tracker.start()
         self._watch_optimizer_construction()
         host_reads.watch(self._on_host_read)
         self._watch_unsupported()
@@ -228,9 +220,7 @@ class Collector:
         clock.remove_listener(self._on_event_cb)
         host_reads.unwatch(self._on_host_read)
         self._patches.close()
-        for h in self._hooks:
-            h.remove()
-        self._hooks.clear()
+        self.tracker.stop()
         for log, handler, level, prop in self._loggers:
             log.removeHandler(handler)
             log.setLevel(level)
@@ -343,60 +333,38 @@ class Collector:
             self.host_reads.add(kind, site)
             self._cur.host_syncs += 1
 
-    # -- steps ----------------------------------------------------------------------------
-    def _before_optimizer_step(self, optimizer, args, kwargs) -> None:
-        """The gradient norm is read here, before the step: an optimizer may change p.grad in
-        place (foreach Nesterov SGD adds the momentum into it), so after the step it is no
-        longer the gradient. It is read after any clipping the script does before step()."""
-        if not self._active or _on_host(optimizer):
-            return
-        with self.internal():
-            self._pre_step_sq[id(optimizer)] = grad_sq(optimizer)
+    # -- steps (the tracker delimits them; steps.py) ----------------------------------------
+    @property
+    def optimizers(self) -> list:
+        """The optimizers whose steps are the device's steps."""
+        return self.tracker.optimizers
 
-    def _after_optimizer_step(self, optimizer, args, kwargs) -> None:
-        if not any(o is optimizer for o in self.optimizer_order):
-            self.optimizer_order.append(optimizer)  # the reference re-run counts the same ones
-        if _on_host(optimizer):
-            # a reference optimizer on the host (e.g. a CPU twin of the run): not a device step;
-            # if no device optimizer ever steps, the run trained nothing on neuron (build.py)
-            if not any(o is optimizer for o in self.host_optimizers):
-                self.host_optimizers.append(optimizer)
-            return
-        if optimizer not in self.optimizers:
-            self.optimizers.append(optimizer)
-        if not self.explicit:  # an explicit torch_neuronx.evaluate.step() delimits instead
-            self.mark_step()
+    @property
+    def optimizer_order(self) -> list:
+        return self.tracker.order
+
+    @property
+    def host_optimizers(self) -> list:
+        """Optimizers over CPU tensors that stepped (not the device's steps)."""
+        return self.tracker.host_optimizers
+
+    @property
+    def explicit(self) -> bool:
+        return self.tracker.explicit
+
+    @explicit.setter
+    def explicit(self, value: bool) -> None:
+        self.tracker.explicit = value
 
     def mark_step(self, loss=None) -> None:
-        if not self._active:
-            return
-        loss = self.pending_loss if loss is None else loss
-        self.pending_loss = None
-        with self.internal():
-            if loss is not None:
-                self._cur.loss = (
-                    float(loss.detach().float().cpu())
-                    if isinstance(loss, torch.Tensor)
-                    else float(loss)
-                )
-            self._cur.grad_norm = self._grad_norm()
+        if self._active:
+            self.tracker.mark_step(loss)
+
+    def _step_ended(self, loss, grad_norm) -> None:
+        self._cur.loss, self._cur.grad_norm = loss, grad_norm
         self._close_step()
         if self.on_step is not None:
             self.on_step(len(self.steps), self.steps_limit)
-        if self.steps_limit is not None and len(self.steps) >= self.steps_limit:
-            self.stop_requested = True
-            raise StepLimitReached(len(self.steps))
-
-    def _grad_norm(self):
-        """Over the counted optimizers' parameters, as each read them before its step (see
-        _before_optimizer_step); an optimizer that has not stepped since is read now."""
-        sq = [
-            self._pre_step_sq.pop(id(o)) if id(o) in self._pre_step_sq else grad_sq(o)
-            for o in self.optimizers
-        ]
-        self._pre_step_sq.clear()
-        sq = [x for x in sq if x is not None]
-        return float(sum(sq) ** 0.5) if sq else None
 
     def _close_step(self, partial: bool = False) -> None:
         with self._lock:
@@ -580,27 +548,8 @@ class Collector:
         )
 
 
-def _on_host(optimizer) -> bool:
-    first = next((p for g in optimizer.param_groups for p in g["params"]), None)
-    return first is not None and first.device.type == "cpu"
-
-
-def grad_sq(optimizer) -> float | None:
-    """The squared norm of an optimizer's gradients (None: no gradient), read on the host.
-    The reference re-run (reference.py) reads it the same way, at the same point."""
-    grads = [p.grad for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
-    if not grads:
-        return None
-    return float(sum(g.detach().float().pow(2).sum().cpu() for g in grads))
-
-
 def _untraced(fn):
     return torch.compiler.disable(fn, reason="torch-neuronx evaluate: instrumentation")
-
-
-class StepLimitReached(BaseException):
-    """Raised at the N-th step boundary of ``--steps N``: the run stops there (BaseException so
-    that a script's ``except Exception`` does not swallow it)."""
 
 
 def _produces(outputs, dtype) -> bool:

@@ -245,9 +245,9 @@ def _die_with(harness: int, real_exit) -> None:
 
 
 def _hand_back(data: dict, path: str) -> None:
-    from .session import _jsonable
+    from .report import jsonable
 
     tmp = path + ".part"
     with open(tmp, "w") as f:
-        json.dump(data, f, default=_jsonable)
+        json.dump(data, f, default=jsonable)
     os.replace(tmp, path)  # whole or absent: the harness never reads half of it

@@ -39,7 +39,6 @@ import contextlib
 import json
 import math
 import os
-import runpy
 import subprocess
 import sys
 import time
@@ -51,101 +50,20 @@ from torch_neuronx.runtime import patches
 from .device_map import MapDevice, NeuronStream  # noqa: F401 (re-exported)
 
 
-class _StepRecorder:
-    """The child's steps: loss and gradient norm per step, as the instrumented run reads them."""
-
-    def __init__(self, ordinals: list, explicit: bool, steps: int | None):
-        self.ordinals = set(ordinals)
-        self.explicit = explicit
-        self.steps_limit = steps
-        self.order: list = []  # every optimizer, by its first step
-        self.loss: list = []
-        self.grad_norm: list = []
-        self.wall_s: list = []
-        self.pending_loss = None
-        self._pre_step_sq: dict = {}  # id(optimizer) -> squared grad norm before its step
-        self._t = time.perf_counter()
-
-    # torch_neuronx.evaluate.step() looks for an evaluation with a collector (session.current)
-    @property
-    def collector(self):
-        return self
-
-    def before_optimizer_step(self, optimizer, args, kwargs) -> None:
-        """The gradient norm before the step, as the instrumented run reads it (collector.py:
-        an optimizer may change p.grad in place during its step)."""
-        from .collector import grad_sq
-
-        if not any(o is optimizer for o in self.order):
-            self.order.append(optimizer)
-        if any(o is optimizer for o in self._counted()):
-            self._pre_step_sq[id(optimizer)] = grad_sq(optimizer)
-
-    def after_optimizer_step(self, optimizer, args, kwargs) -> None:
-        if not any(o is optimizer for o in self.order):
-            self.order.append(optimizer)
-        if self.explicit:
-            return
-        if next(i for i, o in enumerate(self.order) if o is optimizer) in self.ordinals:
-            self.mark_step()
-
-    def _counted(self) -> list:
-        return [o for i, o in enumerate(self.order) if i in self.ordinals]
-
-    def mark_step(self, loss=None) -> None:
-        from .collector import StepLimitReached
-
-        loss = self.pending_loss if loss is None else loss
-        self.pending_loss = None
-        self.loss.append(
-            None
-            if loss is None
-            else float(loss.detach().float().cpu())
-            if isinstance(loss, torch.Tensor)
-            else float(loss)
-        )
-        from .collector import grad_sq
-
-        sq = [
-            self._pre_step_sq.pop(id(o)) if id(o) in self._pre_step_sq else grad_sq(o)
-            for o in self._counted()
-        ]
-        self._pre_step_sq.clear()
-        sq = [x for x in sq if x is not None]
-        self.grad_norm.append(float(sum(sq) ** 0.5) if sq else None)
-        now = time.perf_counter()
-        self.wall_s.append(now - self._t)
-        self._t = now
-        if self.steps_limit is not None and len(self.loss) >= self.steps_limit:
-            raise StepLimitReached(len(self.loss))
-
-
 def _passthrough_compile(model=None, **kwargs):
     return (lambda m: m) if model is None else model
 
 
 def run_child(device: str | None, script: str, args: list, ordinals, explicit, steps) -> dict:
     """Runs ``script`` in this process with ``neuron`` mapped to ``device`` (None: kept) and
-    ``torch.compile`` as a no-op; returns what the child reports."""
-    from torch.optim.optimizer import (
-        register_optimizer_step_post_hook,
-        register_optimizer_step_pre_hook,
-    )
+    ``torch.compile`` as a no-op; returns what the child reports. Steps, loss and gradient
+    norm come from the one step tracker (steps.py), counting the optimizers the instrumented
+    run counted (their first-step ordinals), through the one runner (runner.py)."""
+    from . import runner
+    from .steps import StepTracker
 
-    from . import session
-    from .collector import StepLimitReached
-    from .runner import LOSS_WATCH
-
-    rec = _StepRecorder(ordinals, explicit, steps)
+    tracker = StepTracker(count=set(ordinals), explicit=explicit, steps_limit=steps)
     out = {"device": device or "neuron", "status": "ok", "error": None}
-    sys.argv = [script, *args]
-    sys.path.insert(0, os.path.dirname(script))
-
-    def backward(self, *a, **k):  # the step's loss, as in runner.py
-        if self.numel() == 1:
-            rec.pending_loss = self
-        return real_backward(self, *a, **k)
-
     scope = contextlib.ExitStack()
     scope.enter_context(
         patches.scoped(
@@ -156,35 +74,17 @@ def run_child(device: str | None, script: str, args: list, ordinals, explicit, s
             "user runs today)",
         )
     )
-    real_backward = scope.enter_context(
-        patches.scoped(torch.Tensor, "backward", backward, reason=LOSS_WATCH)
-    )
-    pre_hook = register_optimizer_step_pre_hook(rec.before_optimizer_step)
-    hook = register_optimizer_step_post_hook(rec.after_optimizer_step)
-    session._current.append(rec)
-    stream = NeuronStream() if device else None
-    mode = MapDevice(device, stream) if device else None
-    try:
-        if mode is not None:
-            stream.__enter__()
-            mode.__enter__()
-        try:
-            runpy.run_path(script, run_name="__main__")
-        except StepLimitReached:
-            pass
-        except SystemExit as e:
-            if e.code not in (None, 0):
-                out.update(status="error", error=f"the script exited with status {e.code}")
-        except Exception as e:  # noqa: BLE001 - reported to the parent
-            out.update(status="error", error=f"{type(e).__name__}: {e}")
-    finally:
-        if mode is not None:
-            mode.__exit__(None, None, None)
-            stream.__exit__(None, None, None)
-        hook.remove()
-        pre_hook.remove()
-        scope.close()
-    out.update(loss=rec.loss, grad_norm=rec.grad_norm, wall_s=rec.wall_s)
+    if device:
+        stream = NeuronStream()
+        scope.enter_context(stream)
+        scope.enter_context(MapDevice(device, stream))
+    with scope:
+        outcome = runner.run(script, args, tracker)
+    if outcome.status != "ok":
+        out.update(status="error", error=f"{outcome.error['type']}: {outcome.error['message']}")
+        if outcome.error["type"] == "SystemExit":
+            out["error"] = outcome.error["message"]
+    out.update(loss=tracker.loss, grad_norm=tracker.grad_norm, wall_s=tracker.wall_s)
     # a self-check of the mapping: a reference run never allocates on the neuron device
     out["touched_neuron"] = any(
         torch.neuron.max_memory_allocated(d) > 0 for d in range(torch.neuron.device_count())
@@ -236,7 +136,7 @@ def validate_device(device: str) -> str:
 
 def _child(name, device, ev, script, args, steps, out_dir) -> dict:
     c = ev.collector
-    ordinals = [i for i, o in enumerate(c.optimizer_order) if any(o is x for x in c.optimizers)]
+    ordinals = c.tracker.counted_ordinals()
     path = os.path.join(out_dir, f"reference-{name}.json")
     cmd = [sys.executable, "-m", "torch_neuronx.evaluate.reference", "--out", path]
     cmd += ["--ordinals", ",".join(map(str, ordinals))]

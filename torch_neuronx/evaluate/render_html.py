@@ -7,8 +7,8 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 
+from . import units
 from .build import SECTIONS
 
 TITLES = {
@@ -25,27 +25,47 @@ TITLES = {
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1em}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;
 text-align:left;vertical-align:top}th{background:#f0f0f0}.pass{color:#176317}.warn{color:#9a6a00}.fail{color:#b00}
-.note{color:#555;font-size:13px}pre{background:#f7f7f7;padding:8px;overflow-x:auto;font-size:12px}
+.note{color:#555;font-size:13px}.likely{color:#555;font-size:12px}.source{font-size:12px}pre{background:#f7f7f7;padding:8px;overflow-x:auto;font-size:12px}
 section{border-top:2px solid #ddd;margin-top:1.5em}.proj{background:#fff7e0;padding:4px 8px}"""
 
 
 def _e(x) -> str:
-    return html.escape(str(x))
+    """Escaped text, paths under the working directory relative to it."""
+    return html.escape(units.rel(_cell(x)))
 
 
-def _table(headers, rows) -> str:
+def _cell(x) -> str:
+    """A value as a reader reads it: yes/no, not True/False; shapes as 2x3; no reprs."""
+    if isinstance(x, bool):
+        return units.yes_no(x)
+    if x is None:
+        return "n/a"
+    if isinstance(x, (list, tuple)):
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in x):
+            return "x".join(map(str, x)) or "scalar"
+        return ", ".join(_cell(v) for v in x)
+    if isinstance(x, dict):
+        return ", ".join(f"{k} {_cell(v)}" for k, v in x.items())
+    return str(x)
+
+
+def _table(headers, rows, empty: str = "none") -> str:
+    """A table; no rows is a line saying so, never a header row alone."""
+    rows = list(rows)
+    if not rows:
+        return f"<p class='note empty'>{_e(empty)}</p>"
     out = ["<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in headers) + "</tr>"]
     for r in rows:
         out.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>")
     return "".join(out) + "</table>"
 
 
-def _gib(n) -> str:
-    return "n/a" if n is None else f"{n / 2**30:,.3f} GiB"
+def _gib(n) -> str:  # a size in the unit that fits it (units.size)
+    return units.size(n)
 
 
-def _ms(s) -> str:
-    return "n/a" if s is None else f"{s * 1e3:,.3f} ms"
+def _ms(s) -> str:  # a time in the unit that fits it (units.seconds)
+    return units.seconds(s)
 
 
 def _plt():
@@ -74,6 +94,19 @@ def plots(rep: dict) -> dict:
     if plt is None:
         return {}
     out = {}
+    for name, fig in figures(rep, plt).items():
+        out[name] = _img(fig, name)
+        plt.close(fig)
+    return out
+
+
+def figures(rep: dict, plt) -> dict:
+    """{plot name: matplotlib figure}. Category labels go on the vertical axis (horizontal
+    bars), one row each, so long labels never overlap (tests/evaluate/test_presentation.py
+    checks their bounding boxes)."""
+    from matplotlib.ticker import MaxNLocator
+
+    out = {}
     steps = rep.get("steps") or []
     nu = rep.get("numerics") or {}
     fig, ax = plt.subplots(figsize=(6, 3))
@@ -91,46 +124,46 @@ def plots(rep: dict) -> dict:
             label="neuron",
             marker=".",
         )
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole
+    ax.set_xlim(left=0)  # no tick left of the first step (it met the loss axis's labels)
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
     if ax.get_legend_handles_labels()[0]:
-        ax.legend()
-    ax.set_title("loss: neuron vs reference")
-    out["loss_curves"] = _img(fig, "loss_curves")
-    plt.close(fig)
+        ax.legend(fontsize=8)
+    ax.set_title("loss per step: neuron vs reference")
+    out["loss_curves"] = fig
     by_op = (rep.get("projection") or {}).get("by_op") or []
-    fig, ax = plt.subplots(figsize=(6, 3.5))
     top = by_op[:12][::-1]
-    ax.barh([r["name"][:40] for r in top], [r["modeled_s"] * 1e3 for r in top])
-    ax.set_xlabel("modeled ms (emulated profile, whole run)")
-    ax.set_title("modeled time by op")
-    out["time_by_op"] = _img(fig, "time_by_op")
-    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(6, max(2.0, 0.32 * len(top) + 1.0)))
+    ax.barh([_short(r["name"], 40) for r in top], [r["modeled_s"] * 1e3 for r in top])
+    ax.set_xlabel("modeled ms, whole run (emulated profile)")
+    ax.set_title("modeled time by op, whole run")
+    out["time_by_op"] = fig
     tl = (rep.get("memory") or {}).get("timeline") or []
+    peak = max([p["reserved"] for p in tl] + [1])
+    unit, scale = units.size_unit(peak)
     fig, ax = plt.subplots(figsize=(6, 3))
     for d in sorted({p["device"] for p in tl}):
         pts = [p for p in tl if p["device"] == d]
         ax.plot(
             [p["t_s"] for p in pts],
-            [p["allocated"] / 2**20 for p in pts],
+            [p["allocated"] / scale for p in pts],
             label=f"neuron:{d} allocated",
         )
         ax.plot(
             [p["t_s"] for p in pts],
-            [p["reserved"] / 2**20 for p in pts],
+            [p["reserved"] / scale for p in pts],
             "--",
             label=f"neuron:{d} reserved",
         )
-    ax.set_xlabel("wall s")
-    ax.set_ylabel("MiB")
+    ax.set_xlabel("wall s (this host)")
+    ax.set_ylabel(unit)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7)
     ax.set_title("device memory over time")
-    out["memory_timeline"] = _img(fig, "memory_timeline")
-    plt.close(fig)
-    fig, ax = plt.subplots(figsize=(6, 3))
+    out["memory_timeline"] = fig
     co = rep.get("compilation") or {}
-    labels = ["compile cold", "compile warm cache", "cold step", "warm step", "steady step"]
+    labels = ["compile (cold)", "compile (warm cache)", "first step", "second step", "steady step"]
     vals = [
         co.get("compile_cold_s") or 0,
         co.get("compile_warm_cache_s") or 0,
@@ -138,12 +171,25 @@ def plots(rep: dict) -> dict:
         co.get("warm_step_s") or 0,
         co.get("steady_state_step_s") or 0,
     ]
-    ax.bar(labels, vals)
-    ax.set_ylabel("wall s (this host)")
+    fig, ax = plt.subplots(figsize=(6, 2.6))
+    ax.barh(labels[::-1], vals[::-1])
+    ax.set_xlabel("wall s (this host)")
     ax.set_title("compile vs steady-state time")
-    out["compile_vs_steady"] = _img(fig, "compile_vs_steady")
-    plt.close(fig)
+    out["compile_vs_steady"] = fig
+    from matplotlib.ticker import FuncFormatter
+
+    for name, f in out.items():
+        for ax in f.axes:
+            ax.tick_params(axis="x", pad=8)  # clear of the lowest y label at the axes' corner
+            if name != "loss_curves":  # few, short figures: long ones ran into each other
+                ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
+                ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
+        f.tight_layout()
     return out
+
+
+def _short(name: str, n: int) -> str:
+    return name if len(name) <= n else name[: n - 3] + "..."
 
 
 def _sites(rows) -> str:
@@ -186,15 +232,21 @@ def render(rep: dict) -> str:
     if rep.get("notice"):
         parts.append(f"<p class='fail'>{_e(rep['notice'])}</p>")
     if rep.get("error"):
-        parts.append(
-            f"<h3 class='fail'>The script raised {_e(rep['error']['type'])}</h3>"
-            f"<pre>{_e(rep['error']['traceback'])}</pre>"
-        )
+        parts.append(_error(rep))
     if not pl:
         parts.append(
             "<p class='note' id='no-plots'>Plots need matplotlib: <code>pip install "
             "'torch-neuronx[report]'</code> (or <code>pip install matplotlib</code>), then run again.</p>"
         )
+    fake = rep.get("fake_projection") is not None
+    # under --fake no value is computed: the measured sections say so once each, and the
+    # full-size projection comes right after the readiness list
+    absent = (
+        "<p class='note'>not measured under --fake (fake tensors hold no values): see the "
+        "full-size projection</p>"
+        if fake
+        else "<p class='note'>not collected</p>"
+    )
     rd = rep.get("readiness") or []
     parts.append(
         _section(
@@ -207,19 +259,23 @@ def render(rep: dict) -> str:
             + "</ul>",
         )
     )
+    if fake:
+        parts.append(_fake_section(rep["fake_projection"]))
     p = rep.get("placement") or {}
     parts.append(
         _section(
             "placement",
             (
-                f"<p>{p.get('native_calls', 0)} native op calls, {p.get('fallback_calls', 0)} CPU-fallback calls "
-                f"({p.get('fallback_share_of_calls', 0):.2%} of calls, {p.get('fallback_share_of_modeled_time', 0):.2%} "
-                f"of modeled device time).</p><p>{_e(p.get('strict_mode', ''))}</p><h3>Fallback ops</h3>"
+                f"<p>Whole run: {p.get('native_calls', 0):,} native op calls, {p.get('fallback_calls', 0):,} "
+                f"CPU-fallback calls ({p.get('fallback_share_of_calls', 0):.2%} of calls, "
+                f"{p.get('fallback_share_of_modeled_time', 0):.2%} of modeled device time).</p>"
+                f"<p>{_e(p.get('strict_mode', ''))}</p><h3>Fallback ops</h3>"
                 + _sites(p.get("fallback_ops") or [])
                 + "<h3>Most frequent native ops</h3>"
                 + _table(
-                    ["op", "calls"],
+                    ["op", "calls (whole run)"],
                     [[r["name"], r["count"]] for r in p.get("top_native_ops") or []],
+                    empty="not recorded under --fake" if fake else "none",
                 )
                 + (
                     "<h3>Unsupported features met</h3>"
@@ -230,7 +286,7 @@ def render(rep: dict) -> str:
                 )
             )
             if p
-            else "<p>not collected</p>",
+            else absent,
         )
     )
     h = rep.get("host_sync") or {}
@@ -238,20 +294,21 @@ def render(rep: dict) -> str:
         _section(
             "host_sync",
             (
-                f"<p>{h.get('total', 0)} device-to-host reads (driver counter: {_e(h.get('driver_counter'))}); "
+                "<p>"
                 + (
-                    "no step counted."
+                    "No step counted"
                     if h.get("in_steady_state_per_step") is None
-                    else f"{h['in_steady_state_per_step']:g} per steady-state step."
+                    else f"{h['in_steady_state_per_step']:g} device-to-host reads per steady-state step"
                 )
-                + f" {_e(h.get('note', ''))}</p>"
+                + f" ({h.get('total', 0):,} in the whole run; driver counter "
+                f"{_e(h.get('driver_counter'))}). {_e(h.get('note', ''))}</p>"
                 "<h3>Reads</h3>"
                 + _sites(h.get("reads") or [])
                 + "<h3>Data-dependent output shapes</h3>"
                 + _sites(h.get("data_dependent_shapes") or [])
             )
             if h
-            else "<p>not collected</p>",
+            else absent,
         )
     )
     c = rep.get("compilation") or {}
@@ -259,9 +316,9 @@ def render(rep: dict) -> str:
         _section(
             "compilation",
             (
-                f"<p>{c.get('graphs', 0)} graphs compiled by the neuron backend in {c.get('compile_s', 0):.2f} s "
-                f"(cold {c.get('compile_cold_s', 0):.2f} s; {c.get('graphs_from_cache', 0)} from the warm "
-                f"cache in {c.get('compile_warm_cache_s', 0):.2f} s) {_e(c.get('warm_cache_note', ''))}; "
+                f"<p>{c.get('graphs', 0)} graphs compiled by the neuron backend in {_ms(c.get('compile_s', 0))} "
+                f"(cold {_ms(c.get('compile_cold_s', 0))}; {c.get('graphs_from_cache', 0)} from the warm "
+                f"cache in {_ms(c.get('compile_warm_cache_s', 0))}) {_e(c.get('warm_cache_note', ''))}; "
                 f"cold step {_ms(c.get('cold_step_s'))}, warm step {_ms(c.get('warm_step_s'))}, steady-state step "
                 f"{_ms(c.get('steady_state_step_s'))} ({_e(c.get('wall_times_note', ''))}).</p>"
                 + pl.get("compile_vs_steady", "")
@@ -303,7 +360,7 @@ def render(rep: dict) -> str:
                 )
                 + "<h3>Graphs</h3>"
                 + _table(
-                    ["name", "function", "nodes", "input shapes", "cache", "compile s"],
+                    ["name", "function", "nodes", "input shapes", "cache", "compile time"],
                     [
                         [
                             g["name"],
@@ -311,14 +368,14 @@ def render(rep: dict) -> str:
                             g["node_count"],
                             g["input_shapes"],
                             g["cache"],
-                            f"{g['total_s'] or 0:.3f}",
+                            _ms(g["total_s"] or 0),
                         ]
                         for g in c.get("graph_records") or []
                     ],
                 )
             )
             if c
-            else "<p>n/a</p>",
+            else absent,
         )
     )
     n = rep.get("numerics") or {}
@@ -328,7 +385,9 @@ def render(rep: dict) -> str:
             "numerics",
             (
                 f"<p>Verdict: <b class='{_e(n.get('verdict'))}'>{_e(n.get('verdict'))}</b> "
-                f"{_e(n.get('verdict_reason', ''))}; tolerances (relative): {_e(json.dumps(n.get('tolerances')))}</p>"
+                f"{_e(n.get('verdict_reason', ''))}; tolerances (relative): "
+                + _e(", ".join(f"{k} {v:g}" for k, v in (n.get("tolerances") or {}).items()))
+                + "</p>"
                 + pl.get("loss_curves", "")
                 + _table(
                     ["a", "b", "quantity", "max rel diff", "rtol", "pass"],
@@ -343,19 +402,25 @@ def render(rep: dict) -> str:
                         ]
                         for x in n.get("comparisons") or []
                     ],
+                    empty="no comparison (no reference run)",
                 )
                 + _table(
-                    ["step", "loss (this run)"], [[i, v] for i, v in enumerate(n.get("loss") or [])]
+                    ["step", "loss (this run)"],
+                    [
+                        [i, "n/a" if v is None else f"{v:.6g}"]
+                        for i, v in enumerate(n.get("loss") or [])
+                    ],
+                    empty="no loss recorded",
                 )
                 + "<h3>Deviations by policy</h3>"
                 + "".join(
-                    f"<p>{_e(k)}: {v['count']} calls &mdash; {_e(v['policy'])}</p>"
+                    f"<p>{_e(k.replace('_', ' '))}: {v['count']} calls &mdash; {_e(v['policy'])}</p>"
                     + _sites(v["ops"])
                     for k, v in dev.items()
                 )
             )
             if n
-            else "<p>n/a</p>",
+            else absent,
         )
     )
     m = rep.get("memory") or {}
@@ -364,7 +429,16 @@ def render(rep: dict) -> str:
             "memory",
             (
                 f"<p>Peak allocated {_gib(m.get('peak_allocated'))}, reserved {_gib(m.get('peak_reserved'))} per core; "
-                f"static: {_e({k: _gib(v) for k, v in (m.get('static') or {}).items()})}; activations (estimate) "
+                "static: "
+                + _e(
+                    ", ".join(
+                        f"{k.replace('_', ' ')} {_gib(v)}"
+                        for k, v in (m.get("static") or {}).items()
+                        if k != "parameter_count"
+                    )
+                    or "n/a"
+                )
+                + "; activations (estimate) "
                 f"{_gib(m.get('activations_estimate'))}.</p>"
                 + pl.get("memory_timeline", "")
                 + _table(
@@ -388,7 +462,7 @@ def render(rep: dict) -> str:
                 )
             )
             if m
-            else "<p>n/a</p>",
+            else absent,
         )
     )
     pr = rep.get("projection") or {}
@@ -398,21 +472,24 @@ def render(rep: dict) -> str:
             f"<p class='fail'>Projection {_e(pr['withheld'])}</p>"
             if pr.get("withheld")
             else (
-                "<p class='proj'><b>Projection</b>, not a measurement: modeled Trainium time from the performance model "
-                f"(emulated profile {_e(pr.get('emulated_profile'))}: {_ms(pr.get('modeled_step_s_emulated'))} per step, "
-                f"{pr.get('flops_per_step', 0) / 1e9:,.3f} GFLOP per step).</p>"
+                "<p class='proj'><b>Projection per step</b>, not a measurement: modeled Trainium time "
+                f"from the performance model (emulated profile {_e(pr.get('emulated_profile'))}: "
+                f"{_ms(pr.get('modeled_step_s_emulated'))} per step, "
+                f"{(pr.get('flops_per_step') or 0) / 1e9:,.3f} GFLOP per step).</p>"
                 + _proj_table(pr.get("profiles") or [])
                 + _recommendation(pr)
+                + _ranges(pr)
+                + "<h3>Modeled time by op, whole run (all steps, the first included)</h3>"
                 + pl.get("time_by_op", "")
                 + _table(
-                    ["op", "kind", "count", "modeled ms", "GFLOP"],
+                    ["op", "kind", "calls", "modeled time, whole run", "GFLOP, whole run"],
                     [
                         [
                             r["name"],
                             r["kind"],
                             r["count"],
-                            f"{r['modeled_s'] * 1e3:.4f}",
-                            f"{r['flops'] / 1e9:.4f}",
+                            _ms(r["modeled_s"]),
+                            f"{r['flops'] / 1e9:,.4g}",
                         ]
                         for r in pr.get("by_op") or []
                     ],
@@ -422,46 +499,129 @@ def render(rep: dict) -> str:
                 + "</ul>"
             )
             if pr
-            else "<p>n/a</p>",
+            else absent,
         )
     )
-    fk = rep.get("fake_projection")
-    if fk and fk.get("withheld"):  # an incomplete trace: no figures to show (build/cli say why)
-        parts.append(
-            _section("fake_projection", f"<p class='fail'>Fake projection {_e(fk['withheld'])}</p>")
-        )
-    elif fk:
-        lay = fk["layout"]
-        parts.append(
-            _section(
-                "fake_projection",
-                (
-                    f"<p class='proj'><b>Projection</b> from one step traced with fake tensors: "
-                    f"{fk['flops_per_step'] / 1e12:,.2f} TFLOP, {fk['bytes_per_step'] / 2**30:,.2f} GiB through HBM, "
-                    f"{fk['ops']} ops, single-core peak {_gib(fk['peak_memory_single_core'])}; layout FSDP "
-                    f"{lay['fsdp_degree']} x TP {lay['tensor_parallel_degree']}: {_gib(lay['memory_per_core_estimate'])} "
-                    "per core (estimate).</p>"
-                    + _proj_table(fk["profiles"], fake=True)
-                    + _recommendation(fk)
-                    + (
-                        _table(
-                            ["data dependence (.item() on a fake value)", "count", "line"],
-                            [[d["site"], d["count"], d["line"]] for d in fk["data_dependence"]],
-                        )
-                        if fk["data_dependence"]
-                        else ""
-                    )
-                    + "<ul>"
-                    + "".join(f"<li>{_e(a)}</li>" for a in fk["assumptions"])
-                    + "</ul>"
-                ),
-            )
-        )
-    parts.append(
-        f"<details><summary>Raw steps</summary><pre>{_e(json.dumps(rep.get('steps'), indent=1))}</pre>"
-        "</details></body></html>"
-    )
+    parts.append(_steps(rep.get("steps") or []) + "</body></html>")
     return "".join(parts)
+
+
+def _fake_section(fk: dict) -> str:
+    """The full-size projection of a --fake trace."""
+    if fk.get("withheld"):  # an incomplete trace: no figures to show (report.py says why)
+        return _section(
+            "fake_projection", f"<p class='fail'>Fake projection {_e(fk['withheld'])}</p>"
+        )
+    lay = fk["layout"]
+    return _section(
+        "fake_projection",
+        (
+            f"<p class='proj'><b>Projection per step</b> from one step traced with fake "
+            f"tensors: {fk['flops_per_step'] / 1e12:,.2f} TFLOP, "
+            f"{_gib(fk['bytes_per_step'])} through HBM, {fk['ops']:,} ops, single-core peak "
+            f"{_gib(fk['peak_memory_single_core'])}; layout FSDP {lay['fsdp_degree']} x TP "
+            f"{lay['tensor_parallel_degree']}: {_gib(lay['memory_per_core_estimate'])} "
+            "per core (estimate).</p>"
+            + _proj_table(fk["profiles"], fake=True)
+            + _recommendation(fk)
+            + _ranges(fk)
+            + (
+                _table(
+                    ["data dependence (.item() on a fake value)", "count", "line"],
+                    [[d["site"], d["count"], d["line"]] for d in fk["data_dependence"]],
+                )
+                if fk["data_dependence"]
+                else ""
+            )
+            + "<ul>"
+            + "".join(f"<li>{_e(a)}</li>" for a in fk["assumptions"])
+            + "</ul>"
+        ),
+    )
+
+
+def _steps(steps: list) -> str:
+    """Each step as a row (report.json has every field)."""
+    if not steps:
+        return ""
+    return (
+        "<details><summary>Steps</summary>"
+        + _table(
+            [
+                "step",
+                "wall (this host)",
+                "modeled device time",
+                "loss",
+                "gradient norm",
+                "host syncs",
+                "ops",
+            ],
+            [
+                [
+                    s.get("index"),
+                    _ms(s.get("wall_s")),
+                    _ms(s.get("modeled_device_s")),
+                    "n/a" if s.get("loss") is None else f"{s['loss']:.6g}",
+                    "n/a" if s.get("grad_norm") is None else f"{s['grad_norm']:.6g}",
+                    s.get("host_syncs"),
+                    s.get("ops"),
+                ]
+                + []
+                for s in steps
+            ],
+        )
+        + "</details>"
+    )
+
+
+def _error(rep: dict) -> str:
+    """What ended the run: its file:line and the first lines of the message; the whole
+    traceback folded away (a compiler's error can be 50 lines of IR)."""
+    err = rep["error"]
+    site = f" at {_e(err['site'])}" if err.get("site") else ""
+    if rep.get("status") == "interrupted":
+        head = f"The run was interrupted{site}"
+    elif err.get("type") in ("os._exit", "signal", "SystemExit"):
+        head = f"The script ended{site}"
+    else:
+        head = f"The script raised {_e(err['type'])}{site}"
+    tb = err.get("traceback") or ""
+    return (
+        f"<h3 class='fail'>{head}</h3><p>{_e(units.first_lines(err.get('message'), 5, 600))}</p>"
+        + (f"<details><summary>Traceback</summary><pre>{_e(tb)}</pre></details>" if tb else "")
+    )
+
+
+def _ranges(pr: dict) -> str:
+    """How sure: the likely ranges' kind and the published runs behind them."""
+    rg = pr.get("range")
+    if not rg:
+        return ""
+    factors = "; ".join(
+        f"{g}: x{lo:.2f} to x{hi:.2f} of the modeled time" for g, (lo, hi) in rg["factors"].items()
+    )
+    rows = [
+        [g if g != "all" else "every generation", b["run"], f"{b['speed_ratio']:.2f}", b["source"]]
+        for g, runs in (rg.get("backing") or {}).items()
+        for b in runs
+    ]
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td>{_e(c)}</td>" for c in r[:3])
+        + f"<td class='source'>{_e(r[3])}</td></tr>"
+        for r in rows
+    )
+    return (
+        f"<h3 id='likely'>How sure: likely ranges</h3><p class='likely'>{_e(rg['label'])} "
+        f"({_e(factors)}): the range is how far the model was off on the published runs of "
+        "this kind of work below (never used to fit it), not a statistical interval.</p>"
+        + (
+            "<table class='backing'><tr><th>generation</th><th>published run</th>"
+            "<th>modeled speed / published speed</th><th>source</th></tr>" + body + "</table>"
+            if rows
+            else "<p class='note empty'>no published run of this kind</p>"
+        )
+    )
 
 
 def _verdict(v: dict) -> str:
@@ -478,9 +638,15 @@ def _verdict(v: dict) -> str:
             f"<td>{_e(a.get('detail', ''))}{'<ul>' + items + '</ul>' if items else ''}</td></tr>"
         )
     if v.get("cheapest"):
+        ch = v["cheapest"]
+        likely = (
+            f"; likely {units.usd_range(ch['likely'])} {ch['unit'].removeprefix('USD ')}"
+            if ch.get("likely")
+            else ""
+        )
         rows.append(
-            f"<tr><th>Cheapest?</th><td class='warn'><b>{_e(v['cheapest'].get('profile') or 'n/a')}"
-            f"</b></td><td>{_e(v['cheapest']['text'])}</td></tr>"
+            f"<tr><th>Cheapest?</th><td class='warn'><b>{_e(ch.get('profile') or 'n/a')}"
+            f"</b></td><td>{_e(ch['text'] + likely)}</td></tr>"
         )
     return "<h2 id='verdict'>Verdict</h2><table class='verdict'>" + "".join(rows) + "</table>"
 
@@ -488,13 +654,22 @@ def _verdict(v: dict) -> str:
 def _recommendation(pr: dict) -> str:
     from .build import recommendation_text
 
-    text = recommendation_text(pr.get("recommendation"))
+    rec = pr.get("recommendation") or {}
+    text = recommendation_text(rec)
+    if text and rec.get("likely"):
+        text += f"; likely {units.usd_range(rec['likely'])} {rec['unit'].removeprefix('USD ')}"
     return f"<p class='proj recommendation'>{_e(text)}</p>" if text else ""
 
 
 def _proj_table(rows, fake: bool = False) -> str:
-    def usd(x):
-        return "n/a (no price)" if x is None else f"${x:,.4f}"
+    """One row per profile; every time and cost with its likely range (likely.py)."""
+
+    def with_range(r, key, fmt, rfmt):
+        v = r.get(key)
+        if v is None:
+            return "n/a" + (" (no price)" if key.startswith("usd") else "")
+        lk = (r.get("likely") or {}).get(key)
+        return fmt(v) + (f" (likely {rfmt(lk)})" if lk else "")
 
     return _table(
         [
@@ -504,22 +679,24 @@ def _proj_table(rows, fake: bool = False) -> str:
             "MFU",
             "samples/s",
             "tokens/s",
-            "USD/1k steps",
-            "USD/1M tokens",
-            "price/h",
+            "USD per 1k steps",
+            "USD per 1M tokens",
+            "price per hour",
             "billed cores",
         ]
         + (["fits", "instances"] if fake else []),
         [
             [
                 r["profile"],
-                _ms(r["step_s"]) if not r.get("report_error") else r["report_error"],
-                _ms(r.get("compiled_step_s")),
+                r["report_error"]
+                if r.get("report_error")
+                else with_range(r, "step_s", _ms, units.seconds_range),
+                with_range(r, "compiled_step_s", _ms, units.seconds_range),
                 "n/a" if r.get("mfu") is None else f"{r['mfu']:.1%}",
                 f"{r['samples_per_s']:,.1f}" if r.get("samples_per_s") else "n/a",
                 f"{r['tokens_per_s']:,.0f}" if r.get("tokens_per_s") else "n/a",
-                usd(r.get("usd_per_1000_steps")),
-                usd(r.get("usd_per_million_tokens")),
+                with_range(r, "usd_per_1000_steps", units.usd, units.usd_range),
+                with_range(r, "usd_per_million_tokens", units.usd, units.usd_range),
                 "n/a"
                 if r["price_usd_per_hour"] is None
                 else f"${r['price_usd_per_hour']:,.3f}"

@@ -12,6 +12,8 @@ HTML say the same thing."""
 
 from __future__ import annotations
 
+from . import units
+
 #: readiness topics answered by other questions than "Will it run?"
 _OTHER_TOPICS = ("numerics", "memory")
 
@@ -62,9 +64,11 @@ def _fast(rep: dict) -> dict:
             "items": errors,
         }
     best = min(rows, key=lambda r: r["step_s"])
+    lk = (best.get("likely") or {}).get("step_s")
     detail = (
-        f"modeled (not measured): {best['step_s'] * 1e3:,.3f} ms per step on {best['profile']}, "
-        f"MFU {best['mfu']:.1%}"
+        f"modeled (not measured): {units.seconds(best['step_s'])} per step"
+        + (f", likely {units.seconds_range(lk)}" if lk else "")
+        + f" on {best['profile']}, MFU {best['mfu']:.1%}"
     )
     slow = [
         i["item"]
@@ -111,25 +115,47 @@ def _match(rep: dict) -> dict:
     return {"answer": "not compared", "detail": reason.removeprefix("not compared: "), "items": []}
 
 
-def _fit(rep: dict) -> dict:
+def fits(rep: dict) -> tuple:
+    """(profiles that fit one core, every profile judged) for any mode: the measured peak
+    (memory.fit) or the fake layout's estimate (fake_projection.profiles). The one memory rule
+    of the verdict and the ``--fail-on memory`` gate (report.gate)."""
     fk = rep.get("fake_projection")
-    if fk:
-        yes = [r["profile"] for r in fk.get("profiles") or [] if r.get("fits")]
+    if fk is not None:
+        rows = [(r["profile"], r["fits"]) for r in fk.get("profiles") or [] if "fits" in r]
+    else:
+        me = rep.get("memory") or {}
+        rows = (
+            [(f["profile"], f["fits_one_core"]) for f in me.get("fit") or []]
+            if me.get("peak_allocated")
+            else []
+        )
+    return [p for p, ok in rows if ok], [p for p, _ in rows]
+
+
+def _fit(rep: dict) -> dict:
+    yes, judged = fits(rep)
+    fk = rep.get("fake_projection")
+    if fk is not None:
+        if fk.get("withheld") or not judged:  # a crashed trace measured no layout
+            why = (fk.get("withheld") or "no profile was projected").removeprefix("withheld: ")
+            return {"answer": "unknown", "detail": f"not determined: {why}", "items": []}
         lay = fk.get("layout") or {}
         detail = (
-            f"estimate: {lay.get('memory_per_core_estimate', 0) / 2**30:,.2f} GiB per core at "
+            f"estimate: {units.size(lay.get('memory_per_core_estimate'))} per core at "
             f"FSDP {lay.get('fsdp_degree')} x TP {lay.get('tensor_parallel_degree')}"
         )
         return {"answer": "yes" if yes else "no", "detail": detail, "items": yes}
     me = rep.get("memory") or {}
-    fit = me.get("fit") or []
-    if not fit or not me.get("peak_allocated"):
-        return {"answer": "unknown", "detail": "no device memory was allocated", "items": []}
-    yes = [f["profile"] for f in fit if f["fits_one_core"]]
-    detail = f"peak {me['peak_allocated'] / 2**20:,.1f} MiB per core"
+    if not judged:
+        return {
+            "answer": "unknown",
+            "detail": "not determined: no device memory was allocated",
+            "items": [],
+        }
+    detail = f"peak {units.size(me['peak_allocated'])} per core"
     if yes:
         return {"answer": "yes", "detail": detail + "; fits one core of", "items": yes}
-    notes = [f"{f['profile']}: {f.get('fsdp_note', '')}" for f in fit]
+    notes = [f"{f['profile']}: {f.get('fsdp_note', '')}" for f in me.get("fit") or []]
     return {"answer": "no", "detail": detail + "; fits one core of no profile", "items": notes}
 
 
@@ -149,5 +175,11 @@ def lines(v: dict) -> list:
         out.append(f"{question:<17} {a.get('answer', '?').upper()}: {a.get('detail', '')}")
         out += [f"    - {x}" for x in a.get("items") or []][:8]
     if v.get("cheapest"):
-        out.append(f"{'Cheapest?':<17} {v['cheapest']['text']}")
+        ch = v["cheapest"]
+        likely = (
+            f"; likely {units.usd_range(ch['likely'])} {ch['unit'].removeprefix('USD ')}"
+            if ch.get("likely")
+            else ""
+        )
+        out.append(f"{'Cheapest?':<17} {ch['text']}{likely}")
     return out

@@ -1,7 +1,8 @@
 """Allocation of NKI tensors in SBUF, PSUM and HBM.
 
 On-chip tiles are host tensors (never device HBM) filled with the uninitialised pattern (NaN,
-or 0xA5 bytes for integers) so that a read before a write shows. HBM tensors a kernel
+or 0xA5 bytes for integers) so that a read before a write shows; the fill is deferred to the
+tile's first access and skipped when that access overwrites the whole tile. HBM tensors a kernel
 creates are device memory of the kernel's neuron device: a neuron tensor (direct call), or,
 inside the eager/compiled path of an ``nki_op``, host memory routed to the device pool that
 the caller adopts as a neuron tensor without a copy. In ``shared_hbm`` every SPMD program
@@ -138,10 +139,10 @@ def _on_chip(ex, shape, dtype, buf, name) -> NkiTensor:
         flat = torch.empty(p * free, dtype=sd, device="meta")
     else:
         flat = _pool.take(sd, p * free)
-        flat.fill_(dtypes.uninit_value(dtype))
     st = Storage(buf, dtype, flat, p, free, name)
     if not ex.abstract:
         st.release = _pool.give
+        st.pending = dtypes.uninit_value(dtype)  # filled on first access (storage.materialize)
     st.rec = TileRecord(buf, name, nbytes, banks, errors.here())
     ex.tiles.append(st.rec)
     return _fresh(st, shape, dtype)

@@ -7,8 +7,10 @@ so kernel code can pass either. Two NKI types have no torch twin:
 - ``float8_e4m3`` (legacy IEEE-style e4m3 with infinities) is stored as torch's
   ``float8_e4m3fn`` (no infinities, max 448): values that would be inf saturate to NaN.
 
-The packed MX types (``float8_e5m2_x4``, ``float8_e4m3fn_x4``, ``float4_e2m1fn_x4``) exist
-as names; using them is an error (``nc_matmul_mx`` / ``quantize_mx`` are not simulated).
+The packed MX types (``float8_e5m2_x4``, ``float8_e4m3fn_x4``: four fp8 values in 32 bits;
+``float4_e2m1fn_x4``: four fp4 values in 16 bits) are stored as their bits (int32 / int16,
+value ``i`` of an element in byte ``i`` / nibble ``i``, little end first). Only DMA, copies of
+the same type, ``nc_matmul_mx`` and ``quantize_mx`` use them (isa/mx.py decodes them).
 """
 
 from __future__ import annotations
@@ -16,16 +18,17 @@ from __future__ import annotations
 import torch
 
 from . import numpy_names
-from .errors import NkiUnsupportedError, NkiValidationError
+from .errors import NkiValidationError
 
 
-class _NkiOnlyDType:
+class NkiOnlyDType:
     """An NKI dtype without an exact torch counterpart: stored as ``storage``."""
 
-    def __init__(self, name: str, storage: torch.dtype | None, bits: int):
+    def __init__(self, name: str, storage: torch.dtype | None, bits: int, packed=None):
         self.name = name
         self.storage = storage
         self.bits = bits
+        self.packed = packed  # MX x4 types: the element type of the four packed values
 
     def __repr__(self) -> str:
         return f"nl.{self.name}"
@@ -49,14 +52,17 @@ uint32 = torch.uint32
 float16 = torch.float16
 float32 = torch.float32
 bfloat16 = torch.bfloat16
-tfloat32 = _NkiOnlyDType("tfloat32", torch.float32, 32)
-float8_e4m3 = _NkiOnlyDType("float8_e4m3", torch.float8_e4m3fn, 8)
+tfloat32 = NkiOnlyDType("tfloat32", torch.float32, 32)
+float8_e4m3 = NkiOnlyDType("float8_e4m3", torch.float8_e4m3fn, 8)
 float8_e4m3fn = torch.float8_e4m3fn
 float8_e5m2 = torch.float8_e5m2
 float8_e8m0fnu = torch.float8_e8m0fnu
-float8_e5m2_x4 = _NkiOnlyDType("float8_e5m2_x4", None, 32)
-float8_e4m3fn_x4 = _NkiOnlyDType("float8_e4m3fn_x4", None, 32)
-float4_e2m1fn_x4 = _NkiOnlyDType("float4_e2m1fn_x4", None, 16)
+float8_e5m2_x4 = NkiOnlyDType("float8_e5m2_x4", torch.int32, 32, packed="float8_e5m2")
+float8_e4m3fn_x4 = NkiOnlyDType("float8_e4m3fn_x4", torch.int32, 32, packed="float8_e4m3fn")
+float4_e2m1fn_x4 = NkiOnlyDType("float4_e2m1fn_x4", torch.int16, 16, packed="float4_e2m1fn")
+
+#: the packed microscaling (OCP MX) types: four values per element
+MX_PACKED = (float8_e5m2_x4, float8_e4m3fn_x4, float4_e2m1fn_x4)
 
 _BY_NAME = {
     "bool": bool_,
@@ -75,6 +81,9 @@ _BY_NAME = {
     "float8_e4m3fn": float8_e4m3fn,
     "float8_e5m2": float8_e5m2,
     "float8_e8m0fnu": float8_e8m0fnu,
+    "float8_e5m2_x4": float8_e5m2_x4,
+    "float8_e4m3fn_x4": float8_e4m3fn_x4,
+    "float4_e2m1fn_x4": float4_e2m1fn_x4,
 }
 
 #: dtypes an HBM argument may have (what the NeuronCore's engines and DMA can move)
@@ -110,12 +119,7 @@ def normalize(dtype):
                 f"float16, bfloat16, float32, tfloat32, float8_e4m3/e4m3fn/e5m2/e8m0fnu)"
             )
         return dtype
-    if isinstance(dtype, _NkiOnlyDType):
-        if dtype.storage is None:
-            raise NkiUnsupportedError(
-                f"nl.{dtype.name} is a packed MX data type used only by nki.isa.nc_matmul_mx / "
-                f"quantize_mx on NeuronCore-v4, which this simulator does not implement"
-            )
+    if isinstance(dtype, NkiOnlyDType):
         return dtype
     if isinstance(dtype, str):
         name = dtype.replace("nl.", "")
@@ -139,7 +143,7 @@ def normalize(dtype):
 def storage_dtype(dtype) -> torch.dtype:
     """The torch dtype that holds values of NKI dtype ``dtype``."""
     d = normalize(dtype)
-    return d.storage if isinstance(d, _NkiOnlyDType) else d
+    return d.storage if isinstance(d, NkiOnlyDType) else d
 
 
 _ITEMSIZE = {}
@@ -154,19 +158,24 @@ def itemsize(dtype) -> int:
 
 def is_float(dtype) -> bool:
     d = normalize(dtype)
-    return isinstance(d, _NkiOnlyDType) or d.is_floating_point
+    return isinstance(d, NkiOnlyDType) or d.is_floating_point
 
 
 def is_int(dtype) -> bool:
     d = normalize(dtype)
-    return not isinstance(d, _NkiOnlyDType) and not d.is_floating_point and d is not torch.bool
+    return not isinstance(d, NkiOnlyDType) and not d.is_floating_point and d is not torch.bool
 
 
 def name(dtype) -> str:
     d = normalize(dtype)
-    if isinstance(d, _NkiOnlyDType):
+    if isinstance(d, NkiOnlyDType):
         return d.name
     return str(d).replace("torch.", "")
+
+
+def is_packed_mx(dtype) -> bool:
+    """One of the packed MX types (``float8_e5m2_x4``, ``float8_e4m3fn_x4``, ``float4_e2m1fn_x4``)."""
+    return type(dtype) is NkiOnlyDType and dtype.packed is not None
 
 
 def is_fp32_class(dtype) -> bool:

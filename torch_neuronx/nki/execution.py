@@ -64,6 +64,7 @@ class Execution:
         self.reads = []  # storages the current instruction reads / writes (for the schedule)
         self.writes = []
         self.timeline = None if abstract else _timeline(target.core)
+        self.lockstep = None  # nki/lockstep.py's Pair while an LNC pair runs as coroutines
 
     def begin_program(self, ids: tuple, index: int = 0):
         self.program_ids = ids

@@ -111,6 +111,7 @@ class IndexedTensor(TensorBase):
             self._oob_error()
 
     def read(self, mask=None) -> torch.Tensor:
+        self.base.storage.materialize()
         self.check_bounds(mask)
         rect = self._rect
         if rect is not None:
@@ -128,6 +129,7 @@ class IndexedTensor(TensorBase):
         return self.base.flat[pos]
 
     def write(self, value, mask=None):
+        self.base.storage.materialize()
         self.check_bounds(mask)
         flat = self.base.flat
         v = value if isinstance(value, torch.Tensor) else torch.tensor(value)

@@ -22,6 +22,9 @@ SBUF_ONLY = (SBUF,)
 PSUM_ONLY = (PSUM,)
 DMA_OK = (SBUF,) + HBM
 
+#: the instructions that take the packed MX types (others would read their bits as numbers)
+MX_OPCODES = frozenset({"dma_copy", "tensor_copy", "quantize_mx", "nc_matmul_mx"})
+
 _BUF_NAMES = {
     SBUF: "SBUF",
     PSUM: "PSUM",
@@ -44,6 +47,13 @@ def operand(ex, opcode: str, role: str, x, allowed, write: bool = False, psum_st
         fail(f"nisa.{opcode}: {role} must be an NKI tensor, got {type(x).__name__} ({x!r})")
     st = x.storage
     buf = st.buffer
+    if type(x.dtype) is dtypes.NkiOnlyDType and x.dtype.packed and opcode not in MX_OPCODES:
+        fail(
+            f"nisa.{opcode}: {role} is the packed MX type nl.{x.dtype.name} (four values per "
+            f"element); only dma_copy, tensor_copy (to the same type), quantize_mx and "
+            f"nc_matmul_mx take it: dequantize with nc_matmul_mx, or view the bits as an integer "
+            f"type (t.view(nl.int32 / nl.int16))"
+        )
     if buf not in allowed:
         fail(f"nisa.{opcode}: {role} must be in {_where(allowed)}, but it is in {_BUF_NAMES[buf]}")
     if st.rec is not None:
@@ -138,6 +148,45 @@ def write(dst, value: torch.Tensor, mask=None):
     if value.shape != dst.shape:
         value = value.reshape(dst.shape)
     dst.write(value, mask)
+
+
+#: torch functions that take ``out=``: an instruction's result goes straight into its dst
+#: (a temporary the size of a tile would cost a fresh allocation, i.e. page faults, per call)
+_OUT_OK = frozenset(
+    {torch.add, torch.sub, torch.mul, torch.div, torch.maximum, torch.minimum, torch.pow}
+)
+
+
+def write_into(dst, fn, *args) -> bool:
+    """``dst = fn(*args)`` computed in place into ``dst``'s memory when ``fn`` takes ``out=``
+    and ``dst`` overlaps no input other than as the very same view; False when not done
+    (then the caller writes ``fn``'s result as usual)."""
+    if fn not in _OUT_OK or dst.__class__ is not NkiTensor:
+        return False
+    st = dst.storage
+    for a in args:
+        if a.__class__ is NkiTensor and a.storage is st:
+            same = (a.offset, a.shape, a.strides, a.dtype) == (
+                dst.offset,
+                dst.shape,
+                dst.strides,
+                dst.dtype,
+            )
+            if not same:
+                return False
+    if st.pending is not None and dst.covers_storage():
+        st.pending = None  # the result covers the whole tile
+    out = dst.tensor
+    shape = out.shape
+    vals = []
+    for a in args:
+        if a.__class__ is NkiTensor:
+            a = a.tensor
+            if a.shape != shape:
+                a = a.reshape(shape)
+        vals.append(a)
+    fn(*vals, out=out)
+    return True
 
 
 def record(ex, engine: str, x, inputs: int = 1, seconds=None):

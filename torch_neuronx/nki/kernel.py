@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from . import capacity, cost, dtypes, execution, target
+from . import capacity, cost, dtypes, execution, lockstep, target
 from . import grid as grid_mod
 from ._device import current_route, unrouted
 from .errors import NkiError, NkiValidationError
@@ -208,6 +208,15 @@ class Kernel:
             wrapped_args, wrapped_kwargs = _wrap_all(ex, names, args, kwargs)
             result = None
             programs = list(itertools.product(*[range(g) for g in grid])) if grid else [()]
+            if len(programs) == 2 and not ex.abstract and lockstep.uses_communication(self.fn):
+                # (shapes-only runs stay on this thread: fake tensor mode is per thread, and
+                # there are no values to exchange)
+                # sendrecv / core_barrier: the pair's programs run as coroutines
+                def start(i):
+                    ex.begin_program(programs[i], grid.core(programs[i], i))
+
+                pair = lockstep.Pair(ex)
+                return _unwrap(pair.run(programs, start, self.fn, wrapped_args, wrapped_kwargs))
             for i, ids in enumerate(programs):
                 ex.begin_program(ids, grid.core(ids, i) if grid else i)
                 out = self.fn(*wrapped_args, **wrapped_kwargs)

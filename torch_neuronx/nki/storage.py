@@ -69,6 +69,7 @@ class Storage:
         "value_init",
         "ready",
         "release",
+        "pending",
         "__weakref__",
     )
 
@@ -97,6 +98,9 @@ class Storage:
         self.value_init = False  # PSUM: last written by a non-matmul instruction
         self.ready = 0.0  # modeled time its last write completes
         self.release = None  # returns an on-chip tile's memory to the allocator's pool
+        # the uninitialised pattern not yet written into ``flat`` (a new tile is filled when
+        # first accessed, unless its first access overwrites all of it: no wasted pass)
+        self.pending = None
 
     def __del__(self):
         release = self.release
@@ -105,6 +109,13 @@ class Storage:
                 release(self.flat)
             except Exception:  # interpreter shutdown: the pool may already be gone
                 pass
+
+    def materialize(self) -> None:
+        """Write the pending uninitialised pattern (before any partial access)."""
+        v = self.pending
+        if v is not None:
+            self.pending = None
+            self.flat.fill_(v)
 
     @property
     def bytes_per_partition(self) -> int:

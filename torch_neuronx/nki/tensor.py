@@ -76,15 +76,30 @@ class NkiTensor(TensorBase):
     @property
     def tensor(self) -> torch.Tensor:
         """The torch view of this tensor's elements (no copy)."""
+        st = self.storage
+        if st.pending is not None:
+            st.materialize()
         t = self._t
         if t is None:
             t = self._t = self.flat.as_strided(self.shape, self.strides, self.offset)
         return t
 
+    def covers_storage(self) -> bool:
+        """Whether this view is its whole storage in order (offset 0, contiguous, every byte)."""
+        st = self.storage
+        if self.offset or self.size * dtypes.itemsize(self.dtype) != st.flat.numel() * (
+            st.flat.element_size()
+        ):
+            return False
+        return self.strides == contiguous_strides(self.shape)
+
     def read(self, mask=None) -> torch.Tensor:
         return self.tensor
 
     def write(self, value, mask=None):
+        st = self.storage
+        if st.pending is not None and mask is None and self.covers_storage():
+            st.pending = None  # every element is written now: the uninitialised fill is moot
         t = self.tensor
         if (
             0 in self.strides

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from .collectives import LEVEL_KEY, bus_factor, levels
+from .collectives import LEVEL_KEY, bus_factor, levels, op_class
 from .target import for_instance
 
 _REP = {"trn1": "trn1.32xlarge", "trn2": "trn2.48xlarge", "trn3": "trn3.48xlarge"}
@@ -66,6 +66,11 @@ def fit(rows) -> dict:
     """{(gen, level): (fixed seconds, busbw bytes/s or None)} from ``rows`` (Measured). A level
     whose rows all have one size gets only a fixed cost (busbw None).
 
+    Operation classes: where a level has rows of both classes (``collectives.op_class``:
+    reductions and data movement), each class is fitted on its own rows; the data-movement fit
+    is the level's default, keyed ``level``, and the reduction fit is keyed ``level:reduce``.
+    A level with one class's rows has only the plain key (both classes use it).
+
     A level whose rows never reach the bandwidth-bound regime (at its largest size the fitted
     bandwidth term is below the fixed cost) does not determine its bus bandwidth: the slope is
     a few microseconds of difference extrapolated by orders of magnitude. Such a level takes
@@ -76,13 +81,21 @@ def fit(rows) -> dict:
     they could not reach their measured bus bandwidth if this level's were lower; that bound
     comes from calibration rows only. Trn1's 32-rank all-gather (largest size 512 KiB, 28 us
     above its 151 us fixed cost) would otherwise extrapolate to 18 GB/s, below the 45 GB/s the
-    2-instance 64-rank all-reduce measures through the same links."""
-    groups: dict = {}
+    2-instance 64-rank all-reduce measures through the same links. The same holds between the
+    classes of one level: a data-movement fit that is not bandwidth-bound takes the bandwidth
+    of the level's reduction fit when that one is (Trn2: the 32-rank all-gathers stop at
+    512 KiB; the 16-rank all-reduce reaches 512 MiB)."""
+    by_level: dict = {}
     for r in rows:
-        key = (r.gen, level_of(r.gen, r.ranks, r.instances))
-        groups.setdefault(key, []).append(r)
+        by_level.setdefault((r.gen, level_of(r.gen, r.ranks, r.instances)), []).append(r)
+    groups: dict = {}
+    for (gen, level), rs in by_level.items():
+        classes = {op_class(r.op) for r in rs}
+        for r in rs:
+            key = level + ":reduce" if len(classes) > 1 and op_class(r.op) == "reduce" else level
+            groups.setdefault((gen, key), []).append(r)
     out: dict = {}
-    bound: dict = {}  # (gen, level) -> whether its rows reach the bandwidth-bound regime
+    bound: dict = {}  # (gen, key) -> whether its rows reach the bandwidth-bound regime
     for key, rs in sorted(groups.items()):
         xs = [bus_factor(r.op, r.ranks) * r.size for r in rs]
         ts = [r.time_us * 1e-6 for r in rs]
@@ -92,12 +105,16 @@ def fit(rows) -> dict:
         else:
             out[key] = fit_one(xs, ts)
             bound[key] = max(xs) / out[key][1] >= out[key][0]
-    for (gen, level), (_alpha, busbw) in list(out.items()):
-        if busbw is None or bound[(gen, level)]:
+    for (gen, key), (_alpha, busbw) in list(out.items()):
+        if busbw is None or bound[(gen, key)]:
             continue
-        wider = [out[(gen, w)][1] for w in _ORDER[_ORDER.index(level) + 1 :] if bound.get((gen, w))]
+        level = key.split(":")[0]
+        wider = [level + ":reduce"] + [
+            w + c for w in _ORDER[_ORDER.index(level) + 1 :] for c in ("", ":reduce")
+        ]
+        wider = [out[(gen, w)][1] for w in wider if w != key and bound.get((gen, w))]
         if wider:
-            rs = groups[(gen, level)]
+            rs = groups[(gen, key)]
             xs = [bus_factor(r.op, r.ranks) * r.size for r in rs]
-            out[(gen, level)] = fit_one(xs, [r.time_us * 1e-6 for r in rs], busbw=wider[0])
+            out[(gen, key)] = fit_one(xs, [r.time_us * 1e-6 for r in rs], busbw=wider[0])
     return out

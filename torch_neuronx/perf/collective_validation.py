@@ -73,10 +73,27 @@ def markdown(rows, name: str = "validation") -> str:
     return "\n".join(out)
 
 
+def excluded_markdown() -> str:
+    """The published rows neither fitted nor validated, with the model's figure and the reason."""
+    out = [
+        "| run (nccom-test) | gen | op | ranks | size (B) | published (us) | modeled (us) | "
+        "modeled / published speed | why it is excluded |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for r, why in data.EXCLUDED:
+        out.append(
+            f"| {r.series} | {r.gen} | {r.op} | {r.ranks} | {r.size:,} | {r.time_us:,.4g} | "
+            f"{modeled_s(r) * 1e6:,.4g} | {speed_ratio(r):.2f} | {why} |"
+        )
+    return "\n".join(out)
+
+
 def both_markdown() -> str:
     return (
         f"Calibration set (the fit saw these; source: {data.URL}):\n\n"
         + markdown(data.CALIBRATION, "calibration")
         + f"\n\nValidation set (never fitted; source: {data.URL}):\n\n"
         + markdown(data.VALIDATION)
+        + "\n\nExcluded (published, but inconsistent with the other runs; neither fitted nor "
+        "validated):\n\n" + excluded_markdown()
     )

@@ -36,7 +36,8 @@ model above predicts collectives 9-15x faster than AWS's published nccom-test ru
 fixed cost of microseconds to hundreds of microseconds and a bus bandwidth far below the link
 peaks. The measured model charges fixed(L) + factor(op, p) * n / busbw(L) for the widest level L
 the group spans, with the constants fitted to those runs (``hardware.COLLECTIVE_FIT``,
-``perf/collective_fit.py``, ``perf/collective_data.py``). nccom-test times NEFFs of collective
+``perf/collective_fit.py``, ``perf/collective_data.py``); where a level has its own fit for
+reductions (``"<level>:reduce"``: all-reduce, reduce-scatter, reduce), those ops use it. nccom-test times NEFFs of collective
 instructions, so that is the in-graph cost; an eager collective adds one eager launch.
 
 Under ``collective_model="peak"`` each collective also pays one eager launch (``params.eager_launch_s``; a kernel's overhead
@@ -257,6 +258,16 @@ def bus_factor(op: str, p: int) -> float:
     return 1.0  # send / recv / broadcast / reduce: the whole buffer crosses one link
 
 
+#: reductions: the collective adds what it receives before passing it on (on Trn2 a small
+#: all-reduce's fixed cost is ~15x a small all-gather's in the published runs)
+_REDUCING = ("all_reduce", "reduce_scatter", "reduce")
+
+
+def op_class(op: str) -> str:
+    """ "reduce" for reductions, "move" for pure data movement (the measured model's classes)."""
+    return "reduce" if normalize(op) in _REDUCING else "move"
+
+
 def measured_body(op: str, n: float, p: int, lv: list, target: Target) -> tuple:
     """(seconds, level key) of one collective under the measured model (no launch)."""
     from torch_neuronx.runtime.hardware import COLLECTIVE_FIT
@@ -266,7 +277,10 @@ def measured_body(op: str, n: float, p: int, lv: list, target: Target) -> tuple:
     if op not in ("send", "recv", "barrier") and op not in _MEASURED_OPS:
         raise ValueError(f"torch_neuronx.perf: no model for collective {op!r}")
     key = LEVEL_KEY[lv[-1].name]
-    fixed, busbw = COLLECTIVE_FIT[target.generation][key]
+    fits = COLLECTIVE_FIT[target.generation]
+    if op_class(op) == "reduce" and key + ":reduce" in fits:
+        key += ":reduce"
+    fixed, busbw = fits[key]
     return float(fixed) + bus_factor(op, p) * n / float(busbw), key
 
 

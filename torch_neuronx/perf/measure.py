@@ -146,6 +146,10 @@ class Measurement:
                 else "passed by the caller"
             ),
             "instance_cost_usd": (time_s * price / 3600.0) if price is not None else None,
+            # a cost is time x price: its likely range is the time's (issue 23, item 8)
+            "likely_instance_cost_usd": (lo * price / 3600.0, hi * price / 3600.0)
+            if price is not None
+            else None,
         }
 
     def by_op(self) -> list:

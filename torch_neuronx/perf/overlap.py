@@ -57,3 +57,20 @@ def split(collectives_s: Sequence[float], compute_s: float) -> dict:
     total = float(sum(c for c in collectives_s if c > 0))
     e = exposed(compute_s, collectives_s)
     return {"collective_s": total, "exposed_s": e, "hidden_s": total - e}
+
+
+def accumulated_step(
+    micro_s: float,
+    micro_batches: int = 1,
+    *,
+    once_s: float = 0.0,
+    blocking_s: float = 0.0,
+) -> float:
+    """Modeled step time under gradient accumulation (micro-batch mode): ``micro_batches``
+    forward + backward passes of ``micro_s`` each (their own collectives already composed by
+    ``step_time``), then the once-per-step work -- the optimizer update ``once_s`` and the
+    data-parallel gradient sync ``blocking_s`` (after the last micro-batch's backward, nothing
+    left to hide it under) -- once, never per micro-batch."""
+    if micro_batches < 1:
+        raise ValueError(f"micro_batches must be >= 1, got {micro_batches}")
+    return micro_batches * float(micro_s) + float(once_s) + float(blocking_s)

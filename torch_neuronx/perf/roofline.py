@@ -8,15 +8,17 @@ duration = max(compute time on the engines, HBM time) + fixed overhead
   a MultiplyMoving instruction costs max(N, 64) cycles [NKI1], so partial tiles and narrow
   moving tiles waste cycles. The compiler may swap the operands (C^T = B^T A^T); we take the
   cheaper mapping. Attention/convolution charge partial tiles on their contraction length only.
-  An eager matmul also pays TensorE's warm-up (50% of peak ramping to full over ~3 us [THR]).
+  On top of the tile rule a matmul reaches ``params.tensor_efficiency`` (0.87, fitted on the
+  workload calibration set, ``perf/workload_fit.py``). An eager matmul also pays TensorE's
+  warm-up (50% of peak ramping to full over ~3 us [THR]).
 - **VectorE / ScalarE / GpSimdE** (element-wise, reductions): 128 lanes, one element per lane
   per cycle for one-input instructions and two cycles for two-input VectorE instructions [NKI1],
   with the 16-bit speed-ups of NeuronCore-v3/v4 [NKI2, NKI3]. GpSimdE: 8 processors of 512-bit
   SIMD [NKI1]. Engines of one fused kernel run concurrently (the compiler pipelines them), so a
   kernel's compute time is its busiest engine's time.
 - **HBM**: bytes read and written at the logical core's share of the chip's HBM bandwidth,
-  capped by its DMA engines' bandwidth; SBUF/PSUM traffic is not charged (SBUF bandwidth is
-  ~20x HBM's [PERF]).
+  capped by its DMA engines' bandwidth, times ``params.hbm_efficiency`` (1.0: fitted, the
+  ceiling); SBUF/PSUM traffic is not charged (SBUF bandwidth is ~20x HBM's [PERF]).
 - **Overhead**: ``params.eager_launch_s`` for an eager op, ``params.kernel_overhead_s`` for a
   kernel inside a compiled graph (plus ``params.graph_launch_s`` once per graph).
 

@@ -216,6 +216,37 @@ def mm_dims(op_name: str, args: tuple) -> tuple:
     return ()
 
 
+#: where each attention op keeps ``is_causal`` among its positional arguments
+_CAUSAL_ARG = {
+    "_scaled_dot_product_flash_attention_for_cpu": 4,
+    "_scaled_dot_product_flash_attention": 4,
+    "_scaled_dot_product_flash_attention_for_cpu_backward": 7,
+}
+
+
+def causal_share(op_name: str, args: tuple, kwargs: dict | None) -> float:
+    """Share of an attention op's FLOPs a flash-attention kernel computes. A causal mask over
+    equal query and key lengths leaves the blocks above the diagonal fully masked; flash-attention
+    kernels (the FlashAttention algorithm, and the NKI attention kernels that follow it) skip
+    them, computing the diagonal 128-row blocks in full: (1 + 128 / L) / 2 of PyTorch's count.
+    ASSUMPTION: 128-row blocks (one per SBUF partition set)."""
+    base = base_name(op_name)
+    if base not in _CAUSAL_ARG:
+        return 1.0
+    causal = (kwargs or {}).get("is_causal")
+    if causal is None:
+        i = _CAUSAL_ARG[base]
+        causal = args[i] if len(args) > i else False
+    t = [a for a in args if isinstance(a, torch.Tensor)]
+    if not causal or len(t) < 3:
+        return 1.0
+    q, k = (t[1], t[2]) if base.endswith("backward") else (t[0], t[1])
+    lq, lk = int(q.shape[-2]), int(k.shape[-2])
+    if lq != lk or lq <= 128:
+        return 1.0
+    return (1 + 128 / lq) / 2
+
+
 def contractions(op_name: str, args: tuple) -> tuple:
     """(share of FLOPs, contraction length) for attention and convolution."""
     base = base_name(op_name)
@@ -287,6 +318,8 @@ def op_work(
     if eng in (None, Engine.tensor):
         try:
             flops = count_flops(op_name, tuple(args), kwargs or {}, outputs)
+            if flops is not None:
+                flops *= causal_share(op_name, tuple(args), kwargs)
         except Exception:  # noqa: BLE001 - a formula that cannot read these args: element-wise
             flops = None
         if flops is not None:

@@ -70,6 +70,8 @@ SOURCES: dict[str, str] = {
     # rates (trn1.2xlarge 0.512, trn1.32xlarge 8.197), not on-demand ones
     "TRN1PRICE": "https://github.com/aws-neuron/aws-neuron-sdk/blob/c6ec6484235acaf32f6cfdf0c4a60d62d1859618/general/benchmarks/trn1/trn1_instance_prices.csv",
     "NCCOM": f"{_B}/tools/neuron-sys-tools/nccom-test.html",
+    "TRN1INF": f"{_B}/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
+    "EC2PRICELIST": "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/current/us-east-1/index.csv",
     "UNVERIFIED": "public benchmark write-ups without a citable URL (see note)",
     "PCIE": "https://pcisig.com/specifications (PCI Express base specification link rates)",
     "OVERLAP": f"{_B}/neuron-runtime/explore/compute-comm-overlap.html",
@@ -490,44 +492,78 @@ _T1 = {
             "32-rank all-gather never reaches the bandwidth-bound regime (collective_fit.fit)",
         ),
     ),
+    # nccom-test publishes no all-reduce inside a trn1.32xlarge: fitted to the Trn1 decode
+    # calibration rows (two small all-reduces per layer at TP=32; perf/workload_fit.py)
+    "chip:reduce": (
+        _from(
+            66.1 * US,
+            "s",
+            "fitted to the Trn1 decode calibration rows (perf/workload_fit.py): no published "
+            "all-reduce inside a trn1.32xlarge",
+            "TRN1INF",
+        ),
+        _from(45.0 * G, "B/s", "the chip level's bus bandwidth"),
+    ),
     "instance": (
         _fit(877 * US, "s", "64-rank all-reduce over 2 instances"),
         _fit(45.0 * G, "B/s", "64-rank all-reduce over 2 instances"),
     ),
 }
 _T2_CHIP = (
-    _fit(7.29 * US, "s", "32-rank all-gather + 512 MiB all-reduce"),
-    _fit(81.2 * G, "B/s", "32-rank all-gather + 512 MiB all-reduce"),
+    _fit(6.15 * US, "s", "32-rank all-gather (data movement)"),
+    _fit(30.0 * G, "B/s", "32-rank all-gather (data movement; bandwidth-bound at 512 KiB)"),
+)
+_T2_CHIP_REDUCE = (
+    _fit(101.5 * US, "s", "16-rank all-reduce (multistream example) + 512 MiB all-reduce"),
+    _fit(105.3 * G, "B/s", "16-rank all-reduce (multistream example) + 512 MiB all-reduce"),
 )
 _T2 = {
     "core": (
         _fit(16.3 * US, "s", "4-rank all_gatherv, one size"),
-        _from(81.2 * G, "B/s", "no multi-size run inside one Trainium2 chip: the chip level's"),
+        _from(
+            30.0 * G,
+            "B/s",
+            "no multi-size run inside one Trainium2 chip: the chip level's data-movement fit "
+            "(the one core-level run is an all-gather, data movement)",
+        ),
     ),
     "chip": _T2_CHIP,
+    "chip:reduce": _T2_CHIP_REDUCE,
     "instance": (
         _from(877 * US, "s", "no Trn2 multi-instance run: Trn1's EFA fixed cost"),
         _from(180 * G, "B/s", "Trn1's 45 GB/s x 4 (200 vs 50 Gbps EFA per chip)", "NCCOM,COLL"),
     ),
     "ultraserver": (
-        _from(7.29 * US, "s", "no UltraServer run: NeuronLink-v3 as inside an instance"),
-        _from(81.2 * G, "B/s", "no UltraServer run: NeuronLink-v3 as inside an instance"),
+        _from(6.15 * US, "s", "no UltraServer run: NeuronLink-v3 as inside an instance"),
+        _from(30.0 * G, "B/s", "no UltraServer run: NeuronLink-v3 as inside an instance"),
+    ),
+    "ultraserver:reduce": (
+        _from(101.5 * US, "s", "no UltraServer run: NeuronLink-v3 as inside an instance"),
+        _from(105.3 * G, "B/s", "no UltraServer run: NeuronLink-v3 as inside an instance"),
     ),
 }
 _T3 = {
     "core": (
         _from(16.3 * US, "s", "no Trn3 run: Trn2's"),
-        _from(117 * G, "B/s", "Trn2's 81.2 GB/s x 528/368 (DMA per core [DMA])", "NCCOM,DMA"),
+        _from(43 * G, "B/s", "Trn2's 30 GB/s x 528/368 (DMA per core [DMA])", "NCCOM,DMA"),
     ),
     "chip": (
-        _from(7.29 * US, "s", "no Trn3 run: Trn2's"),
-        _from(203 * G, "B/s", "Trn2's 81.2 GB/s x 2.5 (NeuronLink 2.56 vs 1.024 TB/s)", "NCCOM,T3"),
+        _from(6.15 * US, "s", "no Trn3 run: Trn2's"),
+        _from(75 * G, "B/s", "Trn2's 30 GB/s x 2.5 (NeuronLink 2.56 vs 1.024 TB/s)", "NCCOM,T3"),
+    ),
+    "chip:reduce": (
+        _from(101.5 * US, "s", "no Trn3 run: Trn2's"),
+        _from(
+            263 * G, "B/s", "Trn2's 105.3 GB/s x 2.5 (NeuronLink 2.56 vs 1.024 TB/s)", "NCCOM,T3"
+        ),
     ),
     "instance": _T2["instance"],
 }
 
 #: {generation: {level: (fixed seconds, achieved bus bandwidth)}}; levels: "core" (cores of a
-#: chip), "chip" (chips of an instance), "instance" (instances over EFA), "ultraserver".
+#: chip), "chip" (chips of an instance), "instance" (instances over EFA), "ultraserver"; a
+#: "<level>:reduce" entry, where present, is that level's fit for reductions (all-reduce,
+#: reduce-scatter, reduce), the plain entry then being the data-movement fit.
 COLLECTIVE_FIT: dict = {"trn1": _T1, "trn2": _T2, "trn3": _T3}
 
 
@@ -658,10 +694,10 @@ INSTANCES: dict[str, InstanceSpec] = {
             name="trn1n.32xlarge",
             efa_bw=pub(1600e9 / 8, "B/s", "TRN1I", "1600 Gbps EFA"),
             price_usd_per_hour=_price(
-                None,
-                "",
-                "AWS lists an on-demand price on its EC2 pricing pages, but no stored public "
-                "page we could cite shows it; pass your own (--price-per-hour)",
+                24.78,
+                "EC2PRICELIST",
+                "on-demand, Linux, us-east-1, AWS Price List publication 2026-07-28 (read "
+                "through a public audit of that list, which also gives trn1.32xlarge $21.50)",
             ),
         ),
         _unlisted(

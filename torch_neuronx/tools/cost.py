@@ -155,6 +155,10 @@ def cmd_cost(args) -> int:
                 "usd_per_million_calls": (c.duration * 1e6 * price / 3600.0 / cores)
                 if price is not None
                 else None,
+                # time x price: the cost's likely range is the time's
+                "likely_usd_per_million_calls": [t * 1e6 * price / 3600.0 / cores for t in (lo, hi)]
+                if price is not None
+                else None,
             }
         )
     if args.json:
@@ -202,7 +206,9 @@ def cmd_cost(args) -> int:
             f"{r['modeled_time_us']:,.3g} us, likely {r['likely_time_us'][0]:,.3g}-"
             f"{r['likely_time_us'][1]:,.3g} us (modeled; range from the {r['range_from']}); "
             + (
-                f"${usd:,.4f} per million calls (one core's share of the instance price)"
+                f"${usd:,.4f} per million calls (likely ${r['likely_usd_per_million_calls'][0]:,.4f}-"
+                f"{r['likely_usd_per_million_calls'][1]:,.4f}; one core's share of the instance "
+                "price)"
                 if usd is not None
                 else "no price known (--price-per-hour)"
             )

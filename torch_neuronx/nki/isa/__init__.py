@@ -6,7 +6,7 @@ partition and free sizes, dtypes, PSUM banks) and raises :class:`NkiValidationEr
 the kernel line. The legacy ``mask=`` keyword (``nl.arange`` predicates) is accepted.
 
 One module per instruction family: ``enums`` (NKI's enums), ``data_movement`` (DMA, copies,
-memset), ``matmul`` (Tensor Engine: matmul, transpose), ``vector_alu`` (element-wise and reductions),
+memset), ``matmul`` (Tensor Engine: matmul, transpose), ``mx`` (microscaling: quantize_mx, nc_matmul_mx), ``vector_alu`` (element-wise and reductions),
 ``activations`` (Scalar Engine), ``patterns`` (iota, affine/range/select-reduce selection), ``random`` (dropout), ``prng``
 (the engines' generators: rng, rand2, seeds and states), ``segments`` (nonzero_with_count,
 sequence_bounds), ``shuffle`` (nc_stream_shuffle), ``activate2`` (NeuronCore-v4 activation with
@@ -42,6 +42,7 @@ from .enums import (  # noqa: F401 - nki.isa's names, including the engine alias
 )
 from .gather import local_gather, nc_n_gather, topk
 from .matmul import nc_matmul, nc_transpose
+from .mx import nc_matmul_mx, quantize_mx
 from .patterns import affine_select, iota, range_select, select_reduce
 from .prng import rand2, rand_get_state, rand_set_state, rng, set_rng_seed
 from .random import dropout
@@ -70,7 +71,7 @@ from .vector_alu import (
     tensor_tensor,
 )
 
-globals().update(NOT_SIMULATED)  # nisa.nc_matmul_mx(...) raises NkiUnsupportedError
+globals().update(NOT_SIMULATED)  # a documented name that is not simulated raises when called
 
 __all__ = [
     "engine",
@@ -90,6 +91,8 @@ __all__ = [
     "tensor_copy_predicated",
     "nc_matmul",
     "nc_transpose",
+    "nc_matmul_mx",
+    "quantize_mx",
     "tensor_tensor",
     "tensor_scalar",
     "scalar_tensor_tensor",

@@ -9,10 +9,39 @@ from .. import dtypes, execution
 from ..errors import fail
 from ..isa_common import f32, record, scalar_or_vector, unary_operands, write
 from ..ops import get as _op
+from ..tensor import NkiTensor
 from .accumulators import accumulate_registers, checked_command, reduce_res_operand
 from .arguments import mask_of
 from .enums import reduce_cmd
 from .vector_alu import same_float
+
+#: activation functions that take ``out=``
+_ACT_OUT = frozenset(
+    {
+        torch.exp,
+        torch.log,
+        torch.sqrt,
+        torch.tanh,
+        torch.sigmoid,
+        torch.rsqrt,
+        torch.erf,
+        torch.sin,
+        torch.cos,
+        torch.abs,
+        torch.square,
+        torch.reciprocal,
+    }
+)
+
+
+def _in_place_ok(dst, data) -> bool:
+    """dst is a plain float32 view whose storage is not data's (so writing it early cannot
+    change what is still to be read)."""
+    return (
+        dst.__class__ is NkiTensor
+        and dst.dtype is torch.float32
+        and dst.storage is not data.storage
+    )
 
 
 def activation(
@@ -63,6 +92,29 @@ def activation(
         ):
             write(dst, op.act(data.tensor.reshape(dst.shape)))
             accumulate_registers(ex, "act_regs", data.partitions, cmd, None, rr, torch.add, 0.0)
+            return
+        if mask is None and _in_place_ok(dst, data) and op.act in _ACT_OUT:
+            # fp32 dst apart from data: scale, bias and function straight into dst's memory
+            # (no tile-sized temporaries: each would be a fresh allocation, i.e. page faults)
+            if dst.storage.pending is not None and dst.covers_storage():
+                dst.storage.pending = None
+            out = dst.tensor
+            x = f32(data).reshape(out.shape)
+            if not (isinstance(sc, float) and sc == 1.0):
+                x = torch.mul(x, sc, out=out)
+            if bi is not None:
+                x = torch.add(x, bi, out=out)
+            y = op.act(x, out=out)
+            accumulate_registers(
+                ex,
+                "act_regs",
+                data.partitions,
+                cmd,
+                y if reduce_op is not None else None,
+                rr,
+                torch.add,
+                0.0,
+            )
             return
         m = mask_of(mask, dst)
         x = f32(data, m).reshape(dst.shape)

@@ -45,6 +45,7 @@ def dma_copy(
         )
     if mask is not None and tuple(src.shape) != tuple(dst.shape):
         fail("nisa.dma_copy: a mask needs src and dst of the same shape")
+    _same_if_packed("dma_copy", dst, src)
     record_dma(ex, src.size * dtypes.itemsize(src.dtype))
     if ex.compute:
         m = mask_of(mask, dst)
@@ -106,6 +107,7 @@ def tensor_copy(dst, src, engine=engine.unknown, name=None, mask=None, dtype=Non
         fail("nisa.tensor_copy: the GpSimd Engine cannot access PSUM; use engine=vector or scalar")
     if eng not in ("vector", "scalar", "gpsimd"):
         fail(f"nisa.tensor_copy runs on the vector, scalar or gpsimd engine, not {eng}")
+    _same_if_packed("tensor_copy", dst, src)
     record(ex, eng, src)
     if ex.compute:
         m = mask_of(mask, dst)
@@ -113,6 +115,19 @@ def tensor_copy(dst, src, engine=engine.unknown, name=None, mask=None, dtype=Non
         if src.dtype != dst.dtype:
             v = v.float()
         write(dst, v, m)
+
+
+def _same_if_packed(opcode, dst, src):
+    """A packed MX tile moves as bits: both sides must have the same packed type."""
+    if type(dst.dtype) is not dtypes.NkiOnlyDType and type(src.dtype) is not dtypes.NkiOnlyDType:
+        return  # the common case: no packed type involved
+    packed = [t for t in (dst, src) if dtypes.is_packed_mx(t.dtype)]
+    if packed and src.dtype is not dst.dtype:
+        fail(
+            f"nisa.{opcode}: src is {dtypes.name(src.dtype)} and dst is {dtypes.name(dst.dtype)}; "
+            f"a packed MX tile is copied as bits, to the same packed type only (quantize with "
+            f"nisa.quantize_mx; view HBM bits with t.ap(..., dtype=nl.{packed[0].dtype.name}))"
+        )
 
 
 def memset(dst, value, engine=engine.unknown, name=None, mask=None):
@@ -128,6 +143,8 @@ def memset(dst, value, engine=engine.unknown, name=None, mask=None):
     if ex.compute:
         m = mask_of(mask, dst)
         if m is None and hasattr(dst, "tensor"):
+            if dst.storage.pending is not None and dst.covers_storage():
+                dst.storage.pending = None  # the memset writes every element
             dst.tensor.fill_(value)
         else:
             dst.write(torch.full(dst.shape, value, dtype=dtypes.storage_dtype(dst.dtype)), m)

@@ -157,27 +157,7 @@ def nc_matmul(
             f"the {bank}-byte bank boundary at {(within // bank + 1) * bank}; a matmul "
             f"accumulates into one PSUM bank ({bank // 4} fp32) on {t.label}"
         )
-    key = (dst.offset, dst.shape, dst.strides)
-    if accumulate is None:
-        acc = key in st.mm_live
-    elif accumulate:
-        if key not in st.mm_ever:
-            why = (
-                "it was last written by a non-matmul instruction (memset/tensor_copy), which "
-                "is undefined behaviour on NeuronCore-v2/v3"
-                if st.value_init
-                else "no matmul has initialised it"
-            )
-            fail(
-                f"nisa.nc_matmul(accumulate=True) into a PSUM location where {why}; the first "
-                f"matmul of an accumulation group must overwrite (accumulate=False)"
-            )
-        acc = True
-    else:
-        acc = False
-    st.mm_live.add(key)
-    st.mm_ever.add(key)
-    st.value_init = False
+    acc = psum_accumulation("nc_matmul", dst, accumulate)
     ex.stats.flops += 2.0 * M * N * contraction
     bits = 8 * max(dtypes.itemsize(sd), dtypes.itemsize(md))
     tl = ex.timeline
@@ -196,6 +176,35 @@ def nc_matmul(
         if acc:
             r = r.reshape(d.shape) + d.float()
         write(dst, r, mask_of(mask, dst))
+
+
+def psum_accumulation(opcode: str, dst, accumulate) -> bool:
+    """Whether a matmul into the PSUM view ``dst`` adds onto its running sum (``accumulate``
+    True/False, or None: auto, as long as the view's accumulation group is open); records
+    the view as matmul-initialised."""
+    st = dst.storage
+    key = (dst.offset, dst.shape, dst.strides)
+    if accumulate is None:
+        acc = key in st.mm_live
+    elif accumulate:
+        if key not in st.mm_ever:
+            why = (
+                "it was last written by a non-matmul instruction (memset/tensor_copy), which "
+                "is undefined behaviour on NeuronCore-v2/v3"
+                if st.value_init
+                else "no matmul has initialised it"
+            )
+            fail(
+                f"nisa.{opcode}(accumulate=True) into a PSUM location where {why}; the first "
+                f"matmul of an accumulation group must overwrite (accumulate=False)"
+            )
+        acc = True
+    else:
+        acc = False
+    st.mm_live.add(key)
+    st.mm_ever.add(key)
+    st.value_init = False
+    return acc
 
 
 def nc_transpose(dst, data, engine=engine.unknown, name=None):

@@ -202,10 +202,11 @@ def _lnc_rules(ex, opc: str):
 
 
 def core_barrier(data, cores, engine=engine.gpsimd, name=None):
-    """A barrier between the two NeuronCores sharing an HBM stack. The simulator runs the
-    SPMD programs one after another, so each program has finished its writes before the next
-    starts: the barrier's rules are checked and it is otherwise a no-op (see docs/nki.md for
-    what that order cannot show)."""
+    """A barrier between the two NeuronCores sharing an HBM stack. In a launch whose two
+    programs run as coroutines (nki/lockstep.py: any kernel naming sendrecv or core_barrier,
+    launched with two programs) each program waits here until its peer has reached its
+    barrier as often; otherwise (one program, or more than two) the programs run one after
+    another and the barrier is a no-op after its rules are checked."""
     ex = execution.begin("core_barrier")
     _lnc_rules(ex, "core_barrier")
     if tuple(cores) != (0, 1):
@@ -213,15 +214,19 @@ def core_barrier(data, cores, engine=engine.gpsimd, name=None):
     operand(ex, "core_barrier", "data", data, DMA_OK)
     if data.storage.buffer is not MemoryRegion.shared_hbm:
         fail("nisa.core_barrier: data must be a tensor in shared HBM (what both cores write)")
+    pair = ex.lockstep
+    if pair is not None:
+        pair.barrier(pair.turn)
 
 
 def sendrecv(
     src, dst, send_to_rank, recv_from_rank, pipe_id=None, dma_engine=dma_engine.dma, name=None
 ):
-    """Point-to-point exchange between the two cores of an LNC=2 pair. Its rules are checked;
-    then it raises :class:`NkiUnsupportedError`: each core's ``dst`` receives what the other
-    core sends at the same moment, and the simulator runs the programs one after another, so
-    the first program would receive data the second has not computed yet."""
+    """Point-to-point exchange between the two cores of an LNC=2 pair: this core's ``src``
+    goes to ``dst`` of core ``send_to_rank`` while ``dst`` receives the ``src`` of core
+    ``recv_from_rank`` (a rank equal to the program's own is a loopback copy). The launch's
+    two programs run as coroutines (nki/lockstep.py); the value sent is ``src`` at the call,
+    and a receive waits for the peer's matching send (same ``pipe_id``), in order."""
     ex = execution.begin("sendrecv")
     _lnc_rules(ex, "sendrecv")
     for role, r in (("send_to_rank", send_to_rank), ("recv_from_rank", recv_from_rank)):
@@ -229,16 +234,33 @@ def sendrecv(
             fail(f"nisa.sendrecv: {role} must be 0 or 1 (the two cores of the LNC pair), got {r!r}")
     operand(ex, "sendrecv", "src", src, DMA_OK)
     operand(ex, "sendrecv", "dst", dst, DMA_OK, write=True)
-    if src.size != dst.size:
-        fail(f"nisa.sendrecv: src {src.shape} and dst {dst.shape} must hold the same elements")
-    fail(
-        "nisa.sendrecv exchanges tiles between the two cores of an LNC pair at the same time; "
-        "this simulator runs SPMD programs one after another, so the first program's dst would "
-        "need data the second has not computed yet. Exchange through a shared_hbm tensor "
-        "written by each program instead",
-        NkiUnsupportedError,
-    )
-
-
-# the coverage table lists sendrecv as not covered: its rules are checked, then it raises
-sendrecv.not_simulated = True
+    if src.partitions != dst.partitions or src.free_size != dst.free_size:
+        fail(
+            f"nisa.sendrecv: src {src.shape} and dst {dst.shape} must have the same partitions "
+            f"and elements per partition"
+        )
+    if dtypes.normalize(src.dtype) != dtypes.normalize(dst.dtype):
+        fail(
+            f"nisa.sendrecv: src is {dtypes.name(src.dtype)} and dst {dtypes.name(dst.dtype)}; "
+            f"they must have the same dtype"
+        )
+    pair = ex.lockstep
+    if pair is None:
+        n = 1
+        for g in ex.grid or ():
+            n *= g
+        if ex.abstract and n == 2:
+            record_dma(ex, src.size * dtypes.itemsize(src.dtype))
+            return  # shapes only (fake tensors): the rules are checked, nothing to exchange
+        fail(
+            f"nisa.sendrecv needs a launch of exactly two programs, one per core of the LNC "
+            f"pair (kernel[2](...)); this launch has {n}",
+            NkiUnsupportedError,
+        )
+    record_dma(ex, src.size * dtypes.itemsize(src.dtype))
+    rank = pair.turn
+    pipe = pipe_id
+    pair.send(pipe, rank, int(send_to_rank), src.read().clone() if ex.compute else None)
+    value = pair.receive(pipe, int(recv_from_rank), rank, rank)
+    if ex.compute:
+        write(dst, value.reshape(dst.shape))

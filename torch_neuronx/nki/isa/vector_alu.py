@@ -22,6 +22,7 @@ from ..isa_common import (
     scalar_or_vector,
     unary_operands,
     write,
+    write_into,
 )
 from ..ops import ARITH, BITVEC
 from ..ops import get as _op
@@ -70,7 +71,10 @@ def tensor_tensor(dst, data1, data2, op, engine=engine.unknown, name=None, mask=
     if ex.compute:
         if mask is None and same_float(dst, data1, data2) and op.kind == ARITH:
             # torch computes 16-bit float ops in float32 and rounds once: the engine's result
-            write(dst, op.binary(data1.tensor.reshape(dst.shape), data2.tensor.reshape(dst.shape)))
+            if not write_into(dst, op.binary, data1, data2):
+                write(
+                    dst, op.binary(data1.tensor.reshape(dst.shape), data2.tensor.reshape(dst.shape))
+                )
             return
         m = mask_of(mask, dst)
         if op.kind == BITVEC or ints:
@@ -106,6 +110,18 @@ def _apply_scalar(op, x, operand_, reverse):
     elif isinstance(b, float) and isinstance(a, torch.Tensor):
         b = torch.tensor(b, dtype=a.dtype)
     return op.binary(a, b)
+
+
+def _into_dst(dst, data, op, v, reverse) -> bool:
+    """fp32 ``dst = data <op> v`` computed into dst's memory (see ``write_into``)."""
+    if op.binary is None:
+        return False
+    if not isinstance(v, torch.Tensor) and (
+        reverse or op.binary not in (torch.add, torch.sub, torch.mul, torch.div, torch.pow)
+    ):
+        return False  # torch takes a Python number only as the second operand of these
+    args = (v, data) if reverse else (data, v)
+    return write_into(dst, op.binary, *args)
 
 
 def _scalar_operand_ok(opcode, op, value, role):
@@ -177,6 +193,16 @@ def tensor_scalar(
             and same_float(dst, data)
         ):
             write(dst, _apply_scalar(op0, data.tensor.reshape(dst.shape), v0, reverse0))
+            return
+        if (
+            mask is None
+            and not bit
+            and dst.dtype is torch.float32
+            and data.dtype is torch.float32
+            and _into_dst(dst, data, op0, v0, reverse0)
+        ):
+            if op1 is not None and not _into_dst(dst, dst, op1, v1, reverse1):
+                write(dst, _apply_scalar(op1, dst.tensor, v1, reverse1))
             return
         m = mask_of(mask, dst)
         x = data.read(m).to(torch.int64) if bit else f32(data, m)
