@@ -26,8 +26,9 @@ And the explanation of a recompilation by its failed guard (Dynamo's own text): 
 (train/eval, grad mode, a Python number, an input's dtype, rank, size or requires_grad) and
 what to do about that particular guard -- not a generic "keep the guarded value constant".
 
-Each finding is a dict: ``kind``, ``text`` (one line for the report), ``modeled_gain`` (the
-modeled step over the step with the lever), ``step_s`` and ``step_with_lever_s`` (modeled, on
+Each finding is a dict: ``kind``, ``text`` (one line for the report: the gain, no times --
+the report's times carry likely ranges, the finding's do not), ``modeled_gain`` (the modeled
+step over the step with the lever), ``step_s`` and ``step_with_lever_s`` (modeled, on
 ``profile``)."""
 
 from __future__ import annotations
@@ -96,8 +97,8 @@ def bf16_over_fp32(core) -> float:
 #: compiling an LSTM model as is kept it launch-bound (modeled 20.3 -> 15.5 ms, tested shapes);
 #: with allow_rnn it was one graph (0.60 ms)
 RNN_NOTE = (
-    "For nn.LSTM/GRU/RNN set torch._dynamo.config.allow_rnn = True first: Dynamo leaves "
-    "RNN modules eager by default"
+    "For nn.LSTM/GRU/RNN turn on torch._dynamo.config.allow_rnn first: Dynamo leaves RNN "
+    "modules eager by default"
 )
 
 
@@ -114,11 +115,10 @@ def launch_bound(
     return {
         "kind": "launch-bound",
         "text": (
-            f"launch-bound: {ops:,.0f} ops per step, {share:.0%} of the modeled eager step is "
+            f"launch-bound: {ops:,.0f} ops per step, {share:.0%} of the modeled eager time is "
             f"per-op launch overhead; torch.compile(model, backend='neuron') runs them as one "
-            f"graph: modeled step {step_s * 1e3:,.3f} ms -> {compiled_s * 1e3:,.3f} ms "
-            f"({gain:.1f}x, each op a kernel of the graph, before fusion) on {where}. "
-            f"{RNN_NOTE}"
+            f"graph: modeled {gain:.1f}x faster (each op a kernel of the graph, before "
+            f"fusion). {RNN_NOTE}"
         ),
         "modeled_gain": gain,
         "launch_share": share,
@@ -144,10 +144,9 @@ def fp32_bound(
         "kind": "fp32-bound",
         "text": (
             f"fp32-bound: float32 matmuls/convolutions take {fp32_s / step_s:.0%} of the "
-            f"modeled step, and TensorE runs float32 at 1/{ratio:.0f} of its bfloat16 rate; "
+            f"modeled time, and TensorE runs float32 at 1/{ratio:.0f} of its bfloat16 rate; "
             f"torch.autocast('neuron', dtype=torch.bfloat16) around the forward and loss: "
-            f"modeled step {step_s * 1e3:,.3f} ms -> {with_bf16 * 1e3:,.3f} ms ({gain:.1f}x, "
-            f"with its casts) on {where}"
+            f"modeled {gain:.1f}x faster, its casts included"
         ),
         "modeled_gain": gain,
         "fp32_share": fp32_s / step_s,
