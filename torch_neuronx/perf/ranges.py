@@ -123,45 +123,154 @@ BACKING: dict = {
         ("Trainium3 HBM bandwidth", 0.86, "[T3, TRN3I]"),
         (
             "single-kernel efficiency, 2048^3 BF16 NKI matmul",
-            1.09,
+            0.95,
             "third-party (public NKI kernel-tuning repositories; unverified)",
         ),
     ),
     "training": (
         (
-            "Llama-3.1-8B pre-training throughput",
-            1.1,
-            "AWS Neuron Trn1 training performance table (SDK 2.24), "
-            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/"
-            "trn1-training-performance.html",
+            "Llama-3.1-70B pre-training throughput, 32 x trn1.32xlarge, TP=32 DP=4 PP=8, seq 8192, micro-batch 1, global batch 1024, BF16 autocast, NxD (SDK 2.24)",
+            1.06,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-training-performance.html",
+        ),
+        (
+            "Llama-2-7b pre-training throughput, 16 x trn1.32xlarge, TP=8 DP=64, micro-batch 1, global batch 1024, BF16 autocast + FP32 optimizer, NxD (SDK 2.15)",
+            1.61,
+            "https://github.com/aws-neuron/aws-neuron-sdk/blob/master/about-neuron/benchmarks/trn1/trn1_trn1n_nlp_data.csv",
+        ),
+        (
+            "BERT-Large phase 1 pre-training throughput, 16 x trn1.32xlarge, DP=512, seq 128, micro-batch 16, global batch 1,048,576, BF16 + stochastic rounding, LAMB (SDK 2.28)",
+            1.26,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-training-performance.html",
+        ),
+        (
+            "BERT-Large phase 1 pre-training throughput, 16 x trn1.32xlarge, DP=512, seq 128, micro-batch 8, global batch 1,048,576, FP32, LAMB (SDK 2.28)",
+            0.87,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-training-performance.html",
+        ),
+        (
+            "BERT-Large phase 1 pre-training throughput, 1 x trn1.32xlarge, DP=32, seq 128, micro-batch 16, global batch 16,384, BF16 + stochastic rounding, AdamW (SDK 2.28)",
+            1.16,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-training-performance.html",
         ),
     ),
     "decode": (
         (
-            "Llama-3.3-70B decode, time per output token (p50)",
-            3.0,
-            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/libraries/nxd-inference/"
-            "tutorials/trn2-llama3.3-70b-tutorial.html",
+            "Llama-3-70B decode, time per output token (p50), trn1.32xlarge, TP=32, batch 1, BF16, 128 in / 1024 out (seq 1152), transformers-neuronx",
+            0.84,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
         ),
         (
-            "Llama-3.1-405B decode, time per output token (p50)",
-            1.59,
-            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/libraries/nxd-inference/"
-            "tutorials/trn2-llama3.1-405b-speculative-tutorial.html",
+            "Llama-2-7b decode, time per output token (p50), trn1.32xlarge, TP=32, batch 1, BF16, 128 in / 8064 out (seq 8192), transformers-neuronx",
+            1.0,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
+        ),
+        (
+            "Llama-2-13b decode, time per output token (p50), trn1.32xlarge, TP=32, batch 1, BF16, 8192 in / 8192 out (seq 16384), transformers-neuronx",
+            1.16,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
+        ),
+        (
+            "Llama-2-70b decode, time per output token (p50), trn1.32xlarge, TP=32, batch 1, BF16, 256 in / 256 out (seq 512), transformers-neuronx",
+            0.87,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
+        ),
+        (
+            "Llama-2-70b decode, time per output token (p50), trn1.32xlarge, TP=32, batch 1, BF16, 1024 in / 1024 out (seq 2048), transformers-neuronx",
+            0.89,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
+        ),
+        (
+            "Llama-2-70b decode, time per output token (p50), trn1.32xlarge, TP=32, batch 1, BF16, 2048 in / 2048 out (seq 4096), transformers-neuronx",
+            0.91,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
+        ),
+        (
+            "CodeLlama-13b-hf decode, time per output token (p50), trn1.32xlarge, TP=32, batch 1, BF16, 4096 in / 4096 out (seq 8192), transformers-neuronx",
+            0.93,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
+        ),
+        (
+            "Llama-3-70B decode, time per output token (p50), trn1.32xlarge, TP=32, batch 4, BF16, 128 in / 1024 out (seq 1152), transformers-neuronx",
+            0.94,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
+        ),
+        (
+            "Llama-2-7b decode, time per output token (p50), trn1.32xlarge, TP=32, batch 8, BF16, 128 in / 8064 out (seq 8192), transformers-neuronx",
+            1.15,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
+        ),
+        (
+            "Llama-2-13b decode, time per output token (p50), trn1.32xlarge, TP=32, batch 4, BF16, 8192 in / 8192 out (seq 16384), transformers-neuronx",
+            1.22,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
+        ),
+        (
+            "Llama-2-70b decode, time per output token (p50), trn1.32xlarge, TP=32, batch 4, BF16, 256 in / 256 out (seq 512), transformers-neuronx",
+            0.9,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
+        ),
+        (
+            "Llama-2-70b decode, time per output token (p50), trn1.32xlarge, TP=32, batch 4, BF16, 1024 in / 1024 out (seq 2048), transformers-neuronx",
+            0.93,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
+        ),
+        (
+            "Llama-2-70b decode, time per output token (p50), trn1.32xlarge, TP=32, batch 4, BF16, 2048 in / 2048 out (seq 4096), transformers-neuronx",
+            1.01,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
+        ),
+        (
+            "CodeLlama-13b-hf decode, time per output token (p50), trn1.32xlarge, TP=32, batch 8, BF16, 4096 in / 4096 out (seq 8192), transformers-neuronx",
+            1.13,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
+        ),
+        (
+            "Llama-3.3-70B decode, time per output token (p50), trn2.48xlarge, TP=64, LNC=2, batch 1, BF16, 10k input / 1.5k output tokens, vLLM",
+            0.91,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/libraries/nxd-inference/tutorials/trn2-llama3.3-70b-tutorial.html",
+        ),
+        (
+            "Llama-3.1-405B decode, time per output token (p50), trn2.48xlarge, TP=64, LNC=2, batch 1, BF16, 10k input / 1.5k output tokens, vLLM",
+            0.8,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/libraries/nxd-inference/tutorials/trn2-llama3.1-405b-speculative-tutorial.html",
         ),
     ),
     "prefill": (
         (
-            "Llama-3.3-70B prefill, time to first token (p50)",
-            0.76,
-            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/libraries/nxd-inference/"
-            "tutorials/trn2-llama3.3-70b-tutorial.html",
+            "Llama-3-70B prefill, time to first token (p50), trn1.32xlarge, TP=32, batch 1, BF16, 128 in / 1024 out (seq 1152), transformers-neuronx",
+            0.91,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
         ),
         (
-            "Llama-3.1-405B prefill, time to first token (p50)",
-            0.66,
-            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/libraries/nxd-inference/"
-            "tutorials/trn2-llama3.1-405b-speculative-tutorial.html",
+            "Llama-2-7b prefill, time to first token (p50), trn1.32xlarge, TP=32, batch 1, BF16, 128 in / 8064 out (seq 8192), transformers-neuronx",
+            1.09,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
+        ),
+        (
+            "Llama-2-70b prefill, time to first token (p50), trn1.32xlarge, TP=32, batch 1, BF16, 256 in / 256 out (seq 512), transformers-neuronx",
+            0.94,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
+        ),
+        (
+            "Llama-2-70b prefill, time to first token (p50), trn1.32xlarge, TP=32, batch 1, BF16, 1024 in / 1024 out (seq 2048), transformers-neuronx",
+            0.83,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
+        ),
+        (
+            "Llama-2-70b prefill, time to first token (p50), trn1.32xlarge, TP=32, batch 1, BF16, 2048 in / 2048 out (seq 4096), transformers-neuronx",
+            1.27,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
+        ),
+        (
+            "Llama-3.3-70B prefill, time to first token (p50), trn2.48xlarge, TP=64, LNC=2, batch 1, BF16, 10k input / 1.5k output tokens, vLLM",
+            0.86,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/libraries/nxd-inference/tutorials/trn2-llama3.3-70b-tutorial.html",
+        ),
+        (
+            "Llama-3.1-405B prefill, time to first token (p50), trn2.48xlarge, TP=64, LNC=2, batch 1, BF16, 10k input / 1.5k output tokens, vLLM",
+            0.73,
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/libraries/nxd-inference/tutorials/trn2-llama3.1-405b-speculative-tutorial.html",
         ),
     ),
 }
@@ -173,15 +282,24 @@ def kind_of(anchor: str) -> str:
     return next((k for k in ("training", "decode", "prefill") if k in a), "kernel")
 
 
-def backing_rows(rows=None) -> dict:
-    """``BACKING`` computed from the validation rows (traces the workloads): print it to
-    refresh the stored table after the validation set changes."""
-    from . import validation
+def backing_rows(rows=None, pairs=None) -> dict:
+    """``BACKING`` computed from the same rows as ``workload_bands`` (traces the workloads):
+    print it to refresh the stored table after the validation set changes."""
+    from . import validation, workloads
 
     rows = validation.all_rows() if rows is None else rows
+    pairs = (
+        validation.workload_rows(validation.workload_data.VALIDATION) if pairs is None else pairs
+    )
     out: dict = {}
     for r in rows:
-        out.setdefault(kind_of(r.anchor), []).append((r.anchor, round(speed_ratio(r), 2), r.source))
+        out.setdefault("kernel", []).append((r.anchor, round(speed_ratio(r), 2), r.source))
+    for r, v in pairs:
+        if r.split == "validation":
+            run = f"{r.anchor}, {r.setup}" if r.setup else r.anchor
+            out.setdefault(r.kind, []).append(
+                (run, round(workloads.speed_ratio(r, v), 2), r.source)
+            )
     return {k: tuple(v) for k, v in out.items()}
 
 
