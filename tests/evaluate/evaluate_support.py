@@ -44,8 +44,10 @@ def evaluate(
     env: dict | None = None,
     launcher=None,
     timeout: int = 240,
+    cwd: Path | None = None,
 ) -> Run:
-    """``torch-neuronx evaluate --out DIR --quiet CLI_ARGS`` once per key."""
+    """``torch-neuronx evaluate --out DIR --quiet CLI_ARGS`` once per key, run in ``cwd``
+    (scripts/ unless given: a script that reads files relative to where it is run)."""
     if key in _cache:
         return _cache[key]
     out = tmp_root / key
@@ -59,10 +61,18 @@ def evaluate(
         text=True,
         timeout=timeout,
         env=e,
-        cwd=str(SCRIPTS),
+        cwd=str(cwd or SCRIPTS),
     )
     _cache[key] = Run(proc, out)
     return _cache[key]
+
+
+def line_of(path: Path, text: str, nth: int = 1) -> int:
+    """The line number of the ``nth`` line of ``path`` that contains ``text`` (for verbatim
+    copies of public scripts, which carry no MARK comments)."""
+    hits = [i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line]
+    assert len(hits) >= nth, f"{text!r} occurs {len(hits)} times in {path}"
+    return hits[nth - 1]
 
 
 def have(module: str) -> bool:

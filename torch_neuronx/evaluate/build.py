@@ -19,6 +19,8 @@ from torch_neuronx.perf import target as perf_target
 from torch_neuronx.runtime import hardware
 from torch_neuronx.runtime.op_names import strip_overload
 
+from . import advice
+
 SCHEMA = "torch-neuronx-evaluate"
 SCHEMA_VERSION = 2  # 2: placement.unsupported_features rows are objects (was strings)
 SECTIONS = (
@@ -89,6 +91,8 @@ def host_sync(c, nsteps: int) -> dict:
         else (per_step[0] if per_step else None),  # None: no step was counted
         "reads": reads,
         "data_dependent_shapes": dd,
+        # paid once per compilation, in no step (collector.compile_time_reads)
+        "compile_time": c.compile_time_reads.rows(),
         "note": "each read stalls an asynchronous device until the queued work is done; move reads out of "
         "the step loop or batch them (e.g. log every N steps)",
     }
@@ -103,26 +107,8 @@ def compilation(c, extra: dict | None) -> dict:
         if g.get("timestamp", 0) >= getattr(c, "wall_start", 0)
     ]
     wall = [s.wall_s for s in c.steps if not s.partial]  # no whole step: no step time
-    suggestions = []
-    for r in c.recompiles:
-        sizes = []
-        for reason in r["reasons"]:
-            import re
-
-            m = re.search(r"size mismatch at index (\d+)\. expected (\d+), actual (\d+)", reason)
-            if m:
-                sizes += [int(m.group(2)), int(m.group(3))]
-        if sizes:
-            top = max(sizes)
-            bucket = 1 << max(0, math.ceil(math.log2(top)))
-            r["suggestion"] = (
-                f"pad this dimension to a fixed size (e.g. {bucket}, the next power of two above "
-                f"the sizes seen {sorted(set(sizes))}) or bucket it into a few sizes; or mark it "
-                "dynamic with torch._dynamo.mark_dynamic"
-            )
-        else:
-            r["suggestion"] = "keep the guarded value constant between calls (see the reasons)"
-        suggestions.append(r["suggestion"])
+    for r in c.recompiles:  # the failed guard, what it says changed, the fix (advice.py)
+        r.update(advice.recompile_advice(r["reasons"]))
     return {
         "graphs": len(graphs),
         "graph_records": [
@@ -386,6 +372,9 @@ def projection(
         recommendation=recommendation(rows, work),
         report_errors=[r["report_error"] for r in rows if r.get("report_error")],
     )
+    # what bounds the step and its lever (advice.py), from the emulated profile's costs
+    row = next((r for r in rows if r["profile"] == out["emulated_profile"]), None)
+    out["advice"] = advice.from_steps(steps, row, emulated.core, out["emulated_profile"])
     return out
 
 
@@ -581,7 +570,7 @@ def readiness(rep: dict) -> list:
             {
                 "status": "warn",
                 "item": f"{len(co['recompiles'])} recompilations (at {r['site']}): "
-                f"{r.get('suggestion', '')}",
+                f"{r.get('explanation', '')}; {r.get('suggestion', '')}",
             }
         )
     v = nu.get("verdict")

@@ -47,7 +47,7 @@ from torch_neuronx.runtime import patches
 from torch_neuronx.runtime.engines import Engine
 from torch_neuronx.runtime.op_names import strip_overload
 
-from . import host_reads
+from . import advice, host_reads
 from .callsite import source_line, user_site
 from .steps import StepLimitReached, StepTracker  # noqa: F401 (fake.py imports it here)
 
@@ -101,6 +101,7 @@ class _Step:
         self.mem_peak_allocated: dict = {}
         self.mem_peak_reserved: dict = {}
         self.partial = False  # work after the last step boundary (not a whole step)
+        self.advice = advice.Tally()  # what advice.py's findings need of this step
 
     def to_dict(self) -> dict:
         return {
@@ -151,6 +152,9 @@ class Collector:
         self.fallback_time_s: collections.Counter = collections.Counter()
         self.host_reads = _Sites()  # kind -> sites
         self.data_dependent = _Sites()
+        # reads made while a graph compiles (Inductor's constant folding .item()s the uniform
+        # constants it folds): paid once per compilation, not per step (host_reads.compiling)
+        self.compile_time_reads = _Sites()
         self.float64 = _Sites()
         self.autocast = _Sites()
         self.unsupported = _Sites()  # feature -> call sites
@@ -185,6 +189,7 @@ class Collector:
     # -- region ---------------------------------------------------------------------------
     def start(self) -> Collector:
         self._t0 = time.perf_counter()
+        self._bf16_ratio = advice.bf16_over_fp32(perf_target.current().core)
         self._sync_counter0 = _metrics.get_counter_value("Runtime.HostReadSyncs") or 0
         # the callbacks run outside Dynamo: when a compiled function's eager remainder (after a
         # graph break) runs an op, Dynamo would otherwise try to trace these frames and report
@@ -407,7 +412,9 @@ class Collector:
                 self.fallback.add(op_name, user_site(3))
             else:
                 self.placement_native[op_name] += 1
-            if is_data_dependent(base):
+            if is_data_dependent(base) and host_reads.compiling():
+                self.compile_time_reads.add(base, user_site(3))
+            elif is_data_dependent(base):
                 self.data_dependent.add(base, user_site(3))
                 self._cur.host_syncs += 1
             if any(
@@ -430,6 +437,7 @@ class Collector:
             s.flops += c.flops
             s.bytes += c.bytes if c.kind in (ev.OP, ev.KERNEL) else 0.0
             s.by_kind[c.kind] += c.duration
+            s.advice.add(c, self._bf16_ratio)
             self.devices_seen.add(event.device)
             self.touched_neuron = True
             row = self.op_time.setdefault((c.kind, c.name), [0, 0.0, 0.0, 0.0])
@@ -448,8 +456,11 @@ class Collector:
             if c.kind == ev.COPY and c.name == "device_to_host" and not host_reads.in_read():
                 # a transfer outside the wrapped Tensor reads: named after the op that made it
                 op = getattr(self._thread, "op", None) or "?"
-                self.host_reads.add(f"device-to-host transfer ({op})", user_site(2))
-                s.host_syncs += 1
+                if host_reads.compiling():
+                    self.compile_time_reads.add(f"device-to-host transfer ({op})", user_site(2))
+                else:
+                    self.host_reads.add(f"device-to-host transfer ({op})", user_site(2))
+                    s.host_syncs += 1
             self._events_since_sample += 1
             if self._events_since_sample >= 50:
                 self._events_since_sample = 0

@@ -32,6 +32,7 @@ import weakref
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.weak import WeakTensorKeyDictionary
 
@@ -45,10 +46,46 @@ from torch_neuronx.runtime import patches
 from torch_neuronx.runtime.engines import Engine
 from torch_neuronx.runtime.op_names import op_name, strip_overload
 
+from . import advice
 from .callsite import source_line, user_site
 from .collector import StepLimitReached
+from .fake_forwards import ForwardTracker
 
 _SCALAR_READS = {"aten::_local_scalar_dense", "aten::item"}
+
+#: host-side random draws up to this many elements are drawn for real (see _host_draw)
+HOST_DRAW_LIMIT = 1 << 20
+
+
+def _host_draw(mode, func, args, kwargs):
+    """A random factory on the host (``torch.randint(n, (b,))``, ``torch.randperm(n)``) drawn
+    for real, as a fake tensor that carries its value (FakeTensor's ``constant``), else None.
+
+    Scripts index host data with such draws: nanoGPT's ``get_batch`` slices a numpy memmap at
+    ``data[i:i+block_size] for i in torch.randint(...)``, a sampler shuffles with ``randperm``.
+    A fake index has no value; a placeholder index gives empty or wrong slices (issue 25:
+    nanoGPT's batches came out 12 x 0). Drawn for real from the CPU generator, as the script
+    would draw them, FakeTensor's constant propagation gives each element's value to numpy's
+    ``__index__`` and to ``.tolist()``. Device tensors and large host tensors stay fake."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+    from torch.utils._pytree import tree_leaves
+
+    if any(isinstance(a, torch.Tensor) for a in tree_leaves((args, kwargs))):
+        return None  # an in-place draw into an existing tensor: its storage stays fake
+    out = func(*args, **kwargs)  # the fake result: device and size without drawing
+    if not isinstance(out, torch.Tensor) or out.device.type != "cpu":
+        return None  # a device draw: recorded as the device's work
+    if out.numel() > HOST_DRAW_LIMIT or out.requires_grad:
+        return out
+    with unset_fake_temporarily():
+        real = func(*args, **kwargs)
+    return mode.fake_tensor_converter.from_real_tensor(mode, real, make_constant=True)
+
+
+def _close(g, nodes, alive) -> None:
+    """Ends an ATen graph: its outputs are the tensors it produced that are still alive."""
+    outs = [n for n, r in alive if (t := r()) is not None and nodes.get(t) is n]
+    g.output(tuple(outs))
 
 
 class FakeStepRecorder(TorchDispatchMode):
@@ -57,6 +94,7 @@ class FakeStepRecorder(TorchDispatchMode):
     def __init__(self):
         super().__init__()
         self.works: list = []
+        self.backward: set = set()  # ids of the works autograd's engine ran (advice.py)
         self.live = 0
         self.peak = 0
         self.data_dependence: collections.Counter = collections.Counter()
@@ -65,31 +103,45 @@ class FakeStepRecorder(TorchDispatchMode):
         # torch.cuda.* calls mapped onto torch.neuron: (call, site) -> count
         self.cuda_calls: collections.Counter = collections.Counter()
         self.cuda_devices = None  # the MapDevice of the session (cuda device arguments)
-        # the first module call's first tensor argument (the step's input: samples/tokens)
-        self.input_shape = None
-        self.input_integer = False
-        self.input_site = None
+        # top-level module calls: the step's input (samples/tokens), inference forwards
+        self.forwards = ForwardTracker(self)
+        self.optimized: set = set()  # ids of the parameters the stepped optimizers update
+        self.fake_mode = None  # the session's FakeTensorMode (host draws become constants)
+        self._muted = 0
         self._tracked: set = set()
         self.recording = True
         # set when the traced step's optimizer step ran: reads of values (logging) still run and
         # are reported; the next step's first device op ends the trace
         self.stop_at_next_step = False
+        # the next step's first device op ran: the trace ends when control is back in Python
+        # (_StepEnd), never by raising out of the op (see _StepEnd)
+        self.stop_pending = False
+        self.ended = False  # the trace has ended (raised once; the harness's own ops follow)
         # the step as ATen graphs for the compiled-graph planner: [model (forward + backward),
         # optimizer]; tensors map to the node that last produced them
         self.graphs: list = [torch.fx.Graph()]
         self._node = WeakTensorKeyDictionary()
         self._alive: list = []  # (node, weakref to its tensor) of the current graph
 
-    def begin_optimizer(self) -> None:
+    def begin_optimizer(self, opt=None) -> None:
         """The optimizer's step starts: its ops form a second graph, paid once per step."""
+        if opt is not None and self.recording:
+            self.optimized.update(id(p) for g in opt.param_groups for p in g["params"])
         if self.recording and len(self.graphs) == 1:
             self._close_graph()
             self.graphs.append(torch.fx.Graph())
 
+    @contextlib.contextmanager
+    def muted(self):
+        """Ops inside are the harness's own (a replayed forward's outputs): not recorded."""
+        self._muted += 1
+        try:
+            yield
+        finally:
+            self._muted -= 1
+
     def _close_graph(self) -> None:
-        g = self.graphs[-1]
-        outs = [n for n, r in self._alive if (t := r()) is not None and self._node.get(t) is n]
-        g.output(tuple(outs))
+        _close(self.graphs[-1], self._node, self._alive)
         self._node = WeakTensorKeyDictionary()
         self._alive = []
 
@@ -102,23 +154,28 @@ class FakeStepRecorder(TorchDispatchMode):
     def _add_node(self, func, args, kwargs, out) -> None:
         from torch.utils import _pytree
 
-        g = self.graphs[-1]
+        fwd = self.forwards.current  # an inference forward records into its own graph
+        g, nodes, alive = (
+            (fwd.graph, fwd.node, fwd.alive)
+            if fwd is not None
+            else (self.graphs[-1], self._node, self._alive)
+        )
 
         def arg(a):
             if not isinstance(a, torch.Tensor):
                 return a
-            n = self._node.get(a)
+            n = nodes.get(a)
             if n is None:
                 n = g.placeholder(f"in{len(g.nodes)}")
                 n.meta["val"] = self._meta(a)
-                self._node[a] = n
+                nodes[a] = n
             return n
 
         a2, k2 = _pytree.tree_map(arg, (tuple(args), dict(kwargs)))
         node = g.call_function(func, a2, k2)
         if isinstance(out, torch.Tensor):
             node.meta["val"] = self._meta(out)
-            self._node[out], pairs = node, [(node, out)]
+            nodes[out], pairs = node, [(node, out)]
         elif isinstance(out, (list, tuple)):
             node.meta["val"] = tuple(
                 self._meta(t) if isinstance(t, torch.Tensor) else t for t in out
@@ -128,12 +185,12 @@ class FakeStepRecorder(TorchDispatchMode):
                 if isinstance(t, torch.Tensor):
                     gi = g.call_function(operator.getitem, (node, i))
                     gi.meta["val"] = node.meta["val"][i]
-                    self._node[t] = gi
+                    nodes[t] = gi
                     pairs.append((gi, t))
         else:
             node.meta["val"] = out
             pairs = []
-        self._alive.extend((n, weakref.ref(t)) for n, t in pairs)
+        alive.extend((n, weakref.ref(t)) for n, t in pairs)
 
     def graph_plans(self) -> list:
         """The traced step's compiled-graph plans (perf/graph.py): model, then optimizer."""
@@ -147,6 +204,24 @@ class FakeStepRecorder(TorchDispatchMode):
             for i, g in enumerate(self.graphs)
             if any(n.op == "call_function" for n in g.nodes)
         ]
+
+    def inference_plans(self, forwards: list) -> list:
+        """(plan, calls) of inference forwards that belong to the step (each its own graph)."""
+        from torch_neuronx.perf import graph as perf_graph
+
+        out = []
+        for f in forwards:
+            if not any(n.op == "output" for n in f.graph.nodes):
+                _close(f.graph, f.node, f.alive)
+            if any(n.op == "call_function" for n in f.graph.nodes):
+                gm = torch.fx.GraphModule({}, f.graph)
+                out.append(
+                    (
+                        perf_graph.plan_graph(gm, f"fake step: {f.name} (no grad)", engine_for),
+                        f.calls,
+                    )
+                )
+        return out
 
     def end_step(self) -> None:
         self.recording = False
@@ -174,8 +249,16 @@ class FakeStepRecorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if self._muted:
+            return func(*args, **kwargs)
         full = op_name(func)  # the driver's name: "aten::mm", "aten::add.Tensor"
         name = strip_overload(full)
+        if torch.Tag.nondeterministic_seeded in func.tags and self.fake_mode is not None:
+            drawn = _host_draw(self.fake_mode, func, args, kwargs)
+            if drawn is not None:
+                return drawn  # on the host: no device work
+        if func is torch.ops.aten._pin_memory.default:  # FakeTensor has no rule: a host copy
+            return torch.ops.aten.clone.default(args[0])  # (pinning changes no shape or value)
         if name in _SCALAR_READS:
             t = args[0]
             if t.device.type != "neuron":  # e.g. an optimizer's step count on the host: the fake
@@ -183,6 +266,8 @@ class FakeStepRecorder(TorchDispatchMode):
                     return func(*args, **kwargs)
                 except Exception:
                     pass
+            elif (fwd := self.forwards.read_of(t)) is not None:
+                fwd.reads[user_site(3)] += 1  # an evaluation's loss.item(): not the step's
             else:
                 self.data_dependence[user_site(3)] += 1
             # placeholder: False for a condition (the usual path: "no NaN found"), 1 for a number
@@ -190,10 +275,11 @@ class FakeStepRecorder(TorchDispatchMode):
             return False if t.dtype == torch.bool else (1 if not t.is_floating_point() else 1.0)
         if (
             self.stop_at_next_step
+            and not self.ended
             and not perf_report._is_view_op(full)
             and any(isinstance(a, torch.Tensor) and a.device.type == "neuron" for a in args)
         ):
-            raise StepLimitReached(1)  # the next step's first device op: one step traced
+            self.stop_pending = True  # the next step's first device op: one step traced
         out = func(*args, **kwargs)
         flat = wk.tensors_in(out if isinstance(out, (list, tuple)) else (out,))
         on_neuron = any(t.device.type == "neuron" for t in flat) or any(
@@ -208,14 +294,20 @@ class FakeStepRecorder(TorchDispatchMode):
         host_copy = name in ("aten::_to_copy", "aten::copy_", "aten::_copy_from") and any(
             isinstance(a, torch.Tensor) and a.device.type != "neuron" for a in args
         )
-        if not host_copy:  # a copy from the host is an input of the compiled graph
+        # an op on an inference forward's outputs outside it (an evaluation's metric) is that
+        # forward's, not the step's: counted once per run, not per replayed call
+        after = None if self.forwards.current is not None else self.forwards.derived(args, out)
+        if not host_copy and after is None:  # a copy from the host is an input of the graph
             try:
                 self._add_node(func, args, kwargs, out)
             except Exception:  # noqa: BLE001 - the graph is a model; the eager count stands
                 pass
         self.ops += 1
+        fwd = self.forwards.current
+        if fwd is not None:
+            fwd.ops += 1
         if is_data_dependent(name):
-            self.data_dependence[user_site(3)] += 1
+            (after.reads if after is not None else self.data_dependence)[user_site(3)] += 1
         eng = engine_for(full)
         if eng == Engine.host:
             self.fallbacks[full] += 1
@@ -225,7 +317,11 @@ class FakeStepRecorder(TorchDispatchMode):
         ):
             return out
         try:
-            self.works.append(wk.op_work(full, tuple(args), kwargs, out, eng, kind=ev.OP))
+            work = wk.op_work(full, tuple(args), kwargs, out, eng, kind=ev.OP)
+            dest = fwd.works if fwd is not None else after.after if after is not None else None
+            (self.works if dest is None else dest).append(work)
+            if torch._C._current_graph_task_id() != -1:
+                self.backward.add(id(work))
         except Exception:  # an op the model cannot describe: counted as an op, no work
             pass
         return out
@@ -242,6 +338,7 @@ def fake_session():
 
     rec = FakeStepRecorder()
     depth = [0]
+    step_end = _StepEnd(rec)
     memo: dict = {}
 
     def _apply(module, fn, recurse=True):
@@ -292,13 +389,10 @@ def fake_session():
     cuda.record_sites = True
     rec.cuda_devices = cuda
 
-    def _input_hook(module, args):  # the step's input: the first module call with a tensor
-        if rec.input_shape is None and rec.recording:
-            x = next((a for a in args if isinstance(a, torch.Tensor)), None)
-            if x is not None and x.dim() > 0:
-                rec.input_shape = tuple(x.shape)
-                rec.input_integer = not x.is_floating_point() and not x.is_complex()
-                rec.input_site = user_site(2)
+    real_call = torch.nn.Module.__call__
+
+    def _call(module, *args, **kwargs):  # top-level calls: the step's input, inference forwards
+        return rec.forwards.call(real_call, module, *args, **kwargs)
 
     with contextlib.ExitStack() as stack:
         for name in CUDA_MAPPED:
@@ -329,11 +423,38 @@ def fake_session():
                 "placeholder value, as Tensor.__format__ formats item()",
             )
         )
-        hook = torch.nn.modules.module.register_module_forward_pre_hook(_input_hook)
-        stack.callback(hook.remove)
+        stack.enter_context(
+            patches.scoped(
+                torch.nn.Module,
+                "__call__",
+                _call,
+                reason="torch_neuronx.evaluate --fake: sorts top-level module calls into the "
+                "step's forwards and inference forwards (evaluate/fake_forwards.py)",
+            )
+        )
+        stack.enter_context(step_end)
         stack.enter_context(cuda)
         stack.enter_context(_session(rec, _compile, _apply))
         yield rec
+
+
+class _StepEnd(TorchFunctionMode):
+    """Ends the trace (``StepLimitReached``) when a torch function that ran the next step's
+    first device op returns. Raising from inside the op (the dispatch mode) can cross C++ code
+    that cannot pass a Python exception on: timm's ResNet-50 aborted the process (SIGABRT,
+    "terminate called after throwing an instance of 'python_error'", no report) when the
+    trace ended inside its first convolution."""
+
+    def __init__(self, rec):
+        super().__init__()
+        self.rec = rec
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if self.rec.stop_pending and not self.rec.ended:
+            self.rec.ended = True
+            raise StepLimitReached(1)
+        return out
 
 
 #: torch.cuda functions that --fake runs as their torch.neuron namesakes (a GPU script's calls)
@@ -365,6 +486,10 @@ def _cuda_call(rec, name):
         if not is_user(sys._getframe(1).f_code.co_filename):
             return real(*a, **k)
         rec.cuda_calls[(f"torch.cuda.{name}", user_site(2))] += 1
+        cuda = rec.cuda_devices  # torch.cuda.synchronize(device="cuda:0") names the device
+        if cuda is not None:
+            a = tuple(cuda._map(v) for v in a)
+            k = {key: cuda._map(v) for key, v in k.items()}
         return getattr(torch.neuron, name)(*a, **k)
 
     return call
@@ -398,10 +523,11 @@ def _session(rec, _compile, _apply):
             reason="torch_neuronx.evaluate --fake: moves a module's fake parameters by "
             "replacing them (PyTorch swaps them in place, which fake tensors refuse)",
         ),
-        FakeTensorMode(allow_non_fake_inputs=True),
+        FakeTensorMode(allow_non_fake_inputs=True) as mode,
         rec,
     ):
-        hook = register_optimizer_step_pre_hook(lambda opt, a, k: rec.begin_optimizer())
+        rec.fake_mode = mode
+        hook = register_optimizer_step_pre_hook(lambda opt, a, k: rec.begin_optimizer(opt))
         try:
             yield rec
         finally:
@@ -421,29 +547,34 @@ def project(
     ``dp`` (FSDP shards) x ``tp`` (tensor-parallel) cores. An estimate; see ``assumptions``."""
     from .build import projection_row
 
-    flops = sum(w.flops for w in rec.works)
-    nbytes = sum(w.bytes for w in rec.works)
+    inside, outside = rec.forwards.split(rec.optimized)
+    works = list(rec.works) + [w for f in inside for w in [*(f.works * f.calls), *f.after]]
+    flops = sum(w.flops for w in works)
+    nbytes = sum(w.bytes for w in works)
+    backward = [id(w) in rec.backward for w in works]
+    step_ops = (
+        rec.ops - sum(f.ops for f in rec.forwards.inference) + sum(f.ops * f.calls for f in inside)
+    )
     static = static or {}
     pgo = sum(static.get(k, 0) for k in ("parameters", "gradients", "optimizer_state"))
     activations = max(rec.peak - pgo, 0)
     per_core_mem = pgo / (dp * tp) + activations / tp
     param_bytes = static.get("parameters", 0)
     rows = []
-    try:
-        plans = rec.graph_plans()
+    try:  # (plan, times per step): the step's graphs once, no-grad forwards as often as run
+        plans = [(pl, 1) for pl in rec.graph_plans()] + rec.inference_plans(inside)
     except Exception:  # noqa: BLE001 - no plan: the ops are costed as unfused kernels
         plans = []
     for p in profiles:
-        t_eager = (
-            sum(roofline.cost_of(w, p.target.core, in_graph=False).duration for w in rec.works) / tp
-        )
+        costs = [roofline.cost_of(w, p.target.core, in_graph=False) for w in works]
+        t_eager = sum(c.duration for c in costs) / tp
         if plans:  # the compiled-graph planner (perf/graph.py), the optimizer's graph once
-            t_graph = sum(pl.duration(p.target.core) for pl in plans) / tp
+            t_graph = sum(pl.duration(p.target.core) * n for pl, n in plans) / tp
         else:
             t_graph = (
                 sum(
                     roofline.cost_of(_as_kernel(w), p.target.core, in_graph=True).duration
-                    for w in rec.works
+                    for w in works
                 )
                 / tp
             )
@@ -485,6 +616,9 @@ def project(
         row["fits"] = per_core_mem <= p.hbm_per_core
         row["cores_needed"] = world
         row["instances_needed"] = math.ceil(world / p.cores)
+        row["advice"] = advice.from_costs(
+            costs, p.target.core, eager_s, graph_s, p.key, 1 / tp, backward
+        )
         rows.append(row)
     from .build import recommendation
 
@@ -492,9 +626,12 @@ def project(
         "projection": True,
         "fake": True,
         "recommendation": recommendation(rows, work),
+        # what bounds the step and the lever, on the profile with the shortest modeled step
+        "advice": min(rows, key=lambda r: r["step_s"] or math.inf)["advice"] if rows else [],
         "flops_per_step": flops,
         "bytes_per_step": nbytes,
-        "ops": rec.ops,
+        "ops": step_ops,
+        "evaluation_outside_step": _evaluation(outside),
         "peak_memory_single_core": rec.peak,
         "layout": {
             "fsdp_degree": dp,
@@ -504,9 +641,9 @@ def project(
             "activations_bytes": activations,
         },
         "profiles": rows,
-        "data_dependence": [
-            {"site": s, "count": n, "line": source_line(s)} for s, n in rec.data_dependence.items()
-        ],
+        "data_dependence": _sites(
+            rec.data_dependence + sum((f.reads for f in inside), collections.Counter())
+        ),
         "fallback_ops": dict(rec.fallbacks),
         "cuda_calls": cuda_report(rec),
         "inputs": inferred_work(rec),
@@ -587,12 +724,33 @@ def cuda_report(rec) -> list:
 
 
 def inferred_work(rec) -> dict | None:
-    """Samples (and tokens, for integer ids) per step from the first tensor the traced step passed
-    to a module, as the API infers them from its inputs."""
-    if rec.input_shape is None:
+    """Samples (and tokens, for integer ids) per step from the tensors the traced step passed to
+    its model (every micro-batch of a gradient accumulation), as the API infers them from its
+    inputs (evaluate/fake_forwards.py)."""
+    return rec.forwards.inputs()
+
+
+def _sites(counter) -> list:
+    return [{"site": s, "count": n, "line": source_line(s)} for s, n in counter.items()]
+
+
+def _evaluation(outside: list) -> dict | None:
+    """The inference forwards of the trained model before its step (an evaluation loop), left
+    out of the step: what they were, how often they ran and their work per call."""
+    if not outside:
         return None
-    out = {"shape": list(rec.input_shape), "site": rec.input_site}
-    out["samples_per_step"] = int(rec.input_shape[0])
-    if rec.input_integer:
-        out["tokens_per_step"] = int(math.prod(rec.input_shape))
-    return out
+    return {
+        "note": "forward passes of the trained model with autograd off and the model in eval "
+        "mode (an evaluation): not part of the training step, not in its FLOPs or time",
+        "forwards": [
+            {
+                "module": f.name,
+                "site": f.site,
+                "calls": f.calls,
+                "flops_per_call": sum(w.flops for w in f.works),
+                "ops_per_call": f.ops,
+                "host_reads": _sites(f.reads),
+            }
+            for f in outside
+        ],
+    }

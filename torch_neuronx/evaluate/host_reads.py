@@ -57,6 +57,14 @@ def _to_host(args, kwargs) -> bool:
     return device is not None and device.type == "cpu"
 
 
+def compiling() -> bool:
+    """True while Dynamo, AOTAutograd or Inductor compile a graph. Their reads of device values
+    (Inductor's constant folding calls ``.item()`` on the constants it folds, on a cold compile)
+    are paid once per compilation, not in every step: the report lists them apart from the
+    steady-state host syncs (issue 25: they were counted as the step's)."""
+    return torch.compiler.is_compiling()
+
+
 def in_read() -> bool:
     """True inside a wrapped read on this thread (its transfers are that read)."""
     return getattr(_state, "depth", 0) > 0

@@ -187,6 +187,7 @@ def _worker(collect, on_hard_exit, result: str, dispositions: dict, harness: int
                     traceback.print_exc()
             real_exit(status)
 
+        prepare_imports()
         with patches.scoped(os, "_exit", hard_exit, reason=HARD_EXIT_WATCH):
             data = collect()
             if os.getpid() != worker:  # a forked child of the script came back here: end it
@@ -204,6 +205,17 @@ def _worker(collect, on_hard_exit, result: str, dispositions: dict, harness: int
             sys.stderr.flush()
         finally:
             real_exit(code)
+
+
+def prepare_imports() -> None:
+    """Lets the script import what ``python script.py`` would import here: the only
+    torchvision built for this torch on PyPI is a CUDA build whose extension fails to load
+    beside the CPU torch, and its import then dies, taking timm with it.
+    ``runtime.torchvision_shim.install()`` does nothing unless that extension fails to load
+    (docs/decisions.md, "torchvision in the evaluated script")."""
+    from torch_neuronx.runtime import torchvision_shim
+
+    torchvision_shim.install()
 
 
 _last_sigint: list = [None]

@@ -105,6 +105,9 @@ def main(argv=None) -> int:
     p.add_argument("args", nargs=argparse.REMAINDER)
     a = p.parse_args(argv)
     ordinals = [int(x) for x in a.ordinals.split(",") if x]
+    from .isolate import prepare_imports
+
+    prepare_imports()  # the re-run imports what the script imports (timm, transformers)
     res = run_child(a.device, a.script, a.args, ordinals, a.explicit, a.steps)
     with open(a.out, "w") as f:
         json.dump(res, f)

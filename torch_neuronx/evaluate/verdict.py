@@ -1,7 +1,8 @@
 """The verdict block at the top of every output: four questions answered from the report.
 
 - Will it run?  no when a blocking item holds (each with its file:line), else yes;
-- Will it be fast?  the modeled step (labelled modeled) and what slows it, or why the
+- Will it be fast?  the modeled step (labelled modeled) and what slows it -- with the
+  launch- or fp32-bound finding and its lever's modeled gain (advice.py) --, or why the
   figures are withheld;
 - Does it match?  the numerics verdict, or "not compared" with the reason;
 - Does it fit?  the memory fit per profile.
@@ -77,6 +78,8 @@ def _fast(rep: dict) -> dict:
             k in i["item"] for k in ("host sync", "graph break", "recompilation", "data dependence")
         )
     ]
+    # what bounds the step and the lever with its modeled gain (advice.py), biggest first
+    slow += [a["text"] for a in pr.get("advice") or []]
     pl = rep.get("placement") or {}
     if pl.get("fallback_calls"):
         slow.insert(
