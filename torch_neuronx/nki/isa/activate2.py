@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from ...runtime.engines import Engine
 from .. import execution
 from ..errors import fail
 from ..isa_common import PSUM, f32, record, scalar_or_vector, unary_operands, write
@@ -73,10 +74,10 @@ def activate2(
             f"(multiply, add), (multiply, subtract), (multiply, bypass), (add, bypass), "
             f"(subtract, bypass), (bypass, bypass)"
         )
-    eng = engine_name(engine, "scalar")
-    if eng not in ("scalar", "gpsimd"):
+    eng = engine_name(engine, Engine.scalar)
+    if eng not in (Engine.scalar, Engine.gpsimd):
         fail(f"nisa.{opc} runs on the Scalar or GpSimd Engine, not engine={eng}")
-    if eng == "gpsimd" and any(t.buffer is PSUM for t in (dst, data)):
+    if eng == Engine.gpsimd and any(t.buffer is PSUM for t in (dst, data)):
         fail(f"nisa.{opc} on the GpSimd Engine cannot access PSUM")
     unary_operands(ex, opc, dst, data)
     i0 = scalar_or_vector(ex, opc, "imm0", imm0, data, allow_none=o0 == "bypass")
@@ -88,7 +89,7 @@ def activate2(
         rop = _op(reduce_op, "reduce_op")
         if rop.name not in ("add", "maximum", "minimum", "max", "min"):
             fail(f"nisa.{opc}: reduce_op must be nl.add, nl.maximum or nl.minimum, got {rop.name}")
-        if eng != "scalar":
+        if eng != Engine.scalar:
             fail(f"nisa.{opc}: the fused reduction runs on the Scalar Engine only")
         rfn, ident = REDUCE_FN[rop.name]
         if cmd is reduce_cmd_enum.idle and reduce_res is not None:

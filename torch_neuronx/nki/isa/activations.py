@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from ...runtime.engines import Engine
 from .. import dtypes, execution
 from ..errors import fail
 from ..isa_common import f32, record, scalar_or_vector, unary_operands, write
@@ -80,7 +81,7 @@ def activation(
         if cmd is globals()["reduce_cmd"].idle and reduce_res is not None:
             cmd = globals()["reduce_cmd"].reset_reduce  # reduce into reduce_res (older NKI form)
     rr = reduce_res_operand(ex, "activation", reduce_res, data)
-    record(ex, "scalar", data)
+    record(ex, Engine.scalar, data)
     if ex.compute:
         if (
             mask is None
@@ -160,7 +161,7 @@ def reciprocal(dst, data, name=None, mask=None):
     """``dst = 1 / data`` on the Vector Engine."""
     ex = execution.begin("reciprocal")
     unary_operands(ex, "reciprocal", dst, data)
-    record(ex, "vector", data)
+    record(ex, Engine.vector, data)
     if ex.compute:
         m = mask_of(mask, dst)
         write(dst, torch.reciprocal(f32(data, m)), m)
@@ -179,7 +180,7 @@ def exponential(
     unary_operands(ex, "exponential", dst, src, "src")
     mv = scalar_or_vector(ex, "exponential", "max_value", max_value, src, fp32_only=True)
     rr = reduce_res_operand(ex, "exponential", reduce_res, src)
-    record(ex, "vector", src)
+    record(ex, Engine.vector, src)
     if ex.compute:
         y = torch.exp(f32(src).reshape(dst.shape) - mv)
         write(dst, y)

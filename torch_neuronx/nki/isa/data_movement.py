@@ -6,6 +6,7 @@ import math
 
 import torch
 
+from ...runtime.engines import Engine
 from .. import dtypes, execution
 from ..errors import fail
 from ..isa_common import (
@@ -101,11 +102,11 @@ def tensor_copy(dst, src, engine=engine.unknown, name=None, mask=None, dtype=Non
             f"{dtypes.name(dst.dtype)}; allocate dst with the dtype you want (dst decides the "
             f"output dtype)"
         )
-    eng = engine_name(engine, "vector")
+    eng = engine_name(engine, Engine.vector)
     unary_operands(ex, "tensor_copy", dst, src, "src")
-    if eng == "gpsimd" and PSUM in (src.buffer, dst.buffer):
+    if eng == Engine.gpsimd and PSUM in (src.buffer, dst.buffer):
         fail("nisa.tensor_copy: the GpSimd Engine cannot access PSUM; use engine=vector or scalar")
-    if eng not in ("vector", "scalar", "gpsimd"):
+    if eng not in (Engine.vector, Engine.scalar, Engine.gpsimd):
         fail(f"nisa.tensor_copy runs on the vector, scalar or gpsimd engine, not {eng}")
     _same_if_packed("tensor_copy", dst, src)
     record(ex, eng, src)
@@ -133,11 +134,11 @@ def _same_if_packed(opcode, dst, src):
 def memset(dst, value, engine=engine.unknown, name=None, mask=None):
     """Fill an on-chip tile with a compile-time constant."""
     ex = execution.begin("memset")
-    eng = engine_name(engine, "vector")
+    eng = engine_name(engine, Engine.vector)
     operand(ex, "memset", "dst", dst, ON_CHIP, write=True)
     if not isinstance(value, (int, float, bool)):
         fail(f"nisa.memset: value must be a compile-time constant number, got {value!r}")
-    if eng == "gpsimd" and dst.buffer is PSUM:
+    if eng == Engine.gpsimd and dst.buffer is PSUM:
         fail("nisa.memset: the GpSimd Engine cannot access PSUM; use engine=vector")
     record(ex, eng, dst)
     if ex.compute:
@@ -171,7 +172,7 @@ def tensor_copy_predicated(dst, src, predicate, reverse_pred=False, name=None):
             f"{dtypes.name(predicate.dtype)}"
         )
     same_free("tensor_copy_predicated", "dst", dst, "predicate", predicate)
-    record(ex, "vector", dst, 2)
+    record(ex, Engine.vector, dst, 2)
     if ex.compute:
         p = predicate.read().reshape(dst.shape) != 0
         if reverse_pred:

@@ -13,6 +13,7 @@ import math
 
 import torch
 
+from ...runtime.engines import Engine
 from .. import dtypes, execution
 from ..errors import fail
 from ..isa_common import SBUF_ONLY, operand, record, same_partitions, write
@@ -43,7 +44,7 @@ def nc_n_gather(dst, data, indices, name=None):
             f"indices give the shape of dst"
         )
     # AWS: n = ceil(elements per partition / 512) underlying gather instructions
-    record(ex, "gpsimd", dst)
+    record(ex, Engine.gpsimd, dst)
     if ex.compute:
         P = data.partitions
         src = data.read().reshape(P, -1)
@@ -94,8 +95,8 @@ def topk(val_dst, idx_dst, src, n, sorted=False, name=None):  # noqa: A002 - AWS
             f"{math.ceil(n / _GROUP)} columns, but src has {src.free_size} (shape {src.shape})"
         )
     tl = ex.timeline
-    seconds = None if tl is None else (4 * n + k) / tl.clock["gpsimd"]  # AWS: 4n + k cycles
-    record(ex, "gpsimd", src, seconds=seconds)
+    seconds = None if tl is None else (4 * n + k) / tl.clock[Engine.gpsimd]  # AWS: 4n + k cycles
+    record(ex, Engine.gpsimd, src, seconds=seconds)
     if ex.compute:
         G, P = src.partitions // _GROUP, src.partitions
         cols = math.ceil(n / _GROUP)
@@ -179,7 +180,7 @@ def local_gather(dst, src_buffer, index, num_elem_per_idx=1, num_valid_indices=N
             f"nisa.{opc}: dst must hold num_valid_indices x num_elem_per_idx = {n} x "
             f"{num_elem_per_idx} elements per partition, got {dst.free_size} (shape {dst.shape})"
         )
-    record(ex, "gpsimd", dst)
+    record(ex, Engine.gpsimd, dst)
     if ex.compute:
         G = P // _GROUP
         src = src_buffer.read().reshape(P, -1)

@@ -6,6 +6,7 @@ import math
 
 import torch
 
+from ...runtime.engines import Engine
 from .. import dtypes, execution
 from ..errors import fail
 from ..indexed import IndexedTensor
@@ -163,7 +164,7 @@ def nc_matmul(
     tl = ex.timeline
     record(
         ex,
-        "tensor",
+        Engine.tensor,
         moving,
         2,
         seconds=tl.matmul_seconds(N, bits, double) if tl is not None else None,
@@ -216,15 +217,15 @@ def nc_transpose(dst, data, engine=engine.unknown, name=None):
     vmax = t.vector_transpose_max
     if engine is None or engine is globals()["engine"].unknown:
         on_te = not (P <= vmax and F <= vmax and not (data.buffer is SBUF and dst.buffer is PSUM))
-        eng = "tensor" if on_te else "vector"
+        eng = Engine.tensor if on_te else Engine.vector
     else:
-        eng = engine_name(engine, "tensor")
-    if eng == "tensor":
+        eng = engine_name(engine, Engine.tensor)
+    if eng == Engine.tensor:
         operand(ex, "nc_transpose", "data", data, SBUF_ONLY)
         operand(ex, "nc_transpose", "dst", dst, PSUM_ONLY, write=True)
         if P > t.pmax or F > t.gemm_stationary_fmax:
             fail(f"nisa.nc_transpose: Tensor Engine transposes at most 128x128, data is {P}x{F}")
-    elif eng == "vector":
+    elif eng == Engine.vector:
         operand(ex, "nc_transpose", "data", data, ON_CHIP)
         operand(ex, "nc_transpose", "dst", dst, ON_CHIP, write=True)
         if P > vmax or F > vmax:
@@ -245,7 +246,7 @@ def nc_transpose(dst, data, engine=engine.unknown, name=None):
             f"{data.shape}"
         )
     tl = ex.timeline
-    if eng == "tensor":
+    if eng == Engine.tensor:
         ex.stats.flops += 2.0 * P * P * F
         record(ex, eng, data, seconds=tl.matmul_seconds(P, 16) if tl is not None else None)
     else:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import torch
 
+from ...runtime.engines import Engine
 from .. import dtypes, execution
 from ..errors import fail
 from ..isa_common import PSUM_ONLY, SBUF_ONLY, operand, record, write
@@ -182,7 +183,9 @@ def nc_matmul_mx(
     tl = ex.timeline
     # 4x the contraction of a BF16 matmul in a BF16 matmul's time (AWS: "4x throughput
     # compared to BF16/FP16 matrix multiplication")
-    record(ex, "tensor", moving, 2, seconds=tl.matmul_seconds(N, 16) if tl is not None else None)
+    record(
+        ex, Engine.tensor, moving, 2, seconds=tl.matmul_seconds(N, 16) if tl is not None else None
+    )
     if ex.compute:
         a = _dequantized(stationary, stationary_scale, s_rows)
         b = _dequantized(moving, moving_scale, m_rows)
@@ -221,7 +224,7 @@ def quantize_mx(dst, src, dst_scale, name=None):
             f"elements (a quarter of src's {F})"
         )
     rows = _scale_rows(opc, "dst_scale", dst_scale, P, F // 4)
-    record(ex, "vector", src)
+    record(ex, Engine.vector, src)
     if not ex.compute:
         return
     kind = dst.dtype.packed

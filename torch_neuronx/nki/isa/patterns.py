@@ -7,6 +7,7 @@ import math
 
 import torch
 
+from ...runtime.engines import Engine
 from .. import dtypes, execution
 from ..errors import fail
 from ..isa_common import (
@@ -58,7 +59,7 @@ def iota(dst, pattern, offset=0, channel_multiplier=0, name=None):
     ex = execution.begin("iota")
     operand(ex, "iota", "dst", dst, SBUF_ONLY, write=True)
     pat = _pattern("iota", pattern, dst)
-    record(ex, "gpsimd", dst)
+    record(ex, Engine.gpsimd, dst)
     if ex.compute:
         v = _affine(pat, dst.partitions, offset, channel_multiplier)
         write(dst, v if not dtypes.is_float(dst.dtype) else v.float())
@@ -77,7 +78,7 @@ def affine_select(
     if not isinstance(on_false_value, (int, float)):
         fail("nisa.affine_select: on_false_value must be a float32 scalar")
     pat = _pattern("affine_select", pattern, dst)
-    record(ex, "gpsimd", dst)
+    record(ex, Engine.gpsimd, dst)
     if ex.compute:
         aff = _affine(pat, dst.partitions, offset, channel_multiplier).float()
         pred = cmp.binary(aff, torch.zeros_like(aff)) != 0
@@ -111,7 +112,7 @@ def select_reduce(
             f"nl.{rop.name}"
         )
     rr = reduce_res_operand(ex, "select_reduce", reduce_res, on_true)
-    record(ex, "vector", dst, 2)
+    record(ex, Engine.vector, dst, 2)
     if ex.compute:
         p = predicate.read().reshape(dst.shape) != 0
         if reverse_pred:
@@ -171,7 +172,7 @@ def range_select(
     rr = reduce_res_operand(ex, opc, reduce_res, on_true_tile)
     if rr is not None and not dtypes.is_float(rr.dtype):
         fail(f"nisa.{opc}: reduce_res must be a float tile, got {dtypes.name(rr.dtype)}")
-    record(ex, "vector", dst)
+    record(ex, Engine.vector, dst)
     if ex.compute:
         P = dst.partitions
         idx = torch.arange(dst.free_size, dtype=torch.float32).reshape(1, -1) + float(range_start)

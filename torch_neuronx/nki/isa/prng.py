@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import torch
 
+from ...runtime.engines import Engine
 from .. import dtypes, execution
 from ..errors import fail
 from ..isa_common import ON_CHIP, PSUM, SBUF_ONLY, operand, record, scalar_or_vector, write
@@ -32,7 +33,7 @@ from .enums import engine
 
 _M32 = 0xFFFFFFFF
 _LANES = 128
-_WORDS = {"gpsimd": 6, "vector": 24}  # XORWOW state words per lane (AWS's tile sizes)
+_WORDS = {Engine.gpsimd: 6, Engine.vector: 24}  # XORWOW state words per lane (AWS's tile sizes)
 _COUNTER = 5  # the word that counts drawn elements; the others are the key
 _RNG_DTYPES = (torch.int8, torch.int16, torch.int32, torch.uint8, torch.uint16, torch.uint32)
 
@@ -73,14 +74,14 @@ def _draw(ex, eng: str, lanes: int, n: int) -> torch.Tensor:
 
 def _rng_engine(ex, opc, e, default, v4_vector: bool) -> str:
     eng = engine_name(e, default)
-    if eng not in ("vector", "gpsimd"):
+    if eng not in (Engine.vector, Engine.gpsimd):
         fail(f"nisa.{opc} runs on the vector or gpsimd engine, not {eng}")
     v = ex.target.nc_version
-    if eng == "gpsimd" and v < 3:
+    if eng == Engine.gpsimd and v < 3:
         fail(
             f"nisa.{opc} on the GpSimd Engine needs NeuronCore-v3 or newer; this is {ex.target.label}"
         )
-    if eng == "vector" and v4_vector and v < 4:
+    if eng == Engine.vector and v4_vector and v < 4:
         fail(f"nisa.{opc} on the Vector Engine needs NeuronCore-v4; this is {ex.target.label}")
     return eng
 
@@ -89,8 +90,8 @@ def rng(dst, engine=engine.vector, name=None):
     """Write 32 random bits per element of ``dst`` (an integer tile), keeping the least
     significant bits that fit its dtype (Vector Engine, or GpSimd on NeuronCore-v3+)."""
     ex = execution.begin("rng")
-    eng = _rng_engine(ex, "rng", engine, "vector", v4_vector=False)
-    operand(ex, "rng", "dst", dst, SBUF_ONLY if eng == "gpsimd" else ON_CHIP, write=True)
+    eng = _rng_engine(ex, "rng", engine, Engine.vector, v4_vector=False)
+    operand(ex, "rng", "dst", dst, SBUF_ONLY if eng == Engine.gpsimd else ON_CHIP, write=True)
     if dtypes.normalize(dst.dtype) not in _RNG_DTYPES:
         fail(
             f"nisa.rng: dst must be int8/16/32 or uint8/16/32, got {dtypes.name(dst.dtype)} "
@@ -120,11 +121,11 @@ def rand2(dst, min, max, name=None):  # noqa: A002 - AWS's names
     if isinstance(lo, float) and isinstance(hi, float) and not lo < hi:
         fail(f"nisa.rand2: min ({lo}) must be less than max ({hi})")
     _lanes(ex, "rand2", dst)
-    record(ex, "vector", dst)
+    record(ex, Engine.vector, dst)
     if ex.compute:
         P = dst.partitions
         # 24 random bits make a float32 in [0, 1) with every value equally likely
-        u = (_draw(ex, "vector", P, dst.free_size) >> 8).float() * (1.0 / (1 << 24))
+        u = (_draw(ex, Engine.vector, P, dst.free_size) >> 8).float() * (1.0 / (1 << 24))
         lo = lo.reshape(P, 1) if isinstance(lo, torch.Tensor) else lo
         hi = hi.reshape(P, 1) if isinstance(hi, torch.Tensor) else hi
         if isinstance(lo, torch.Tensor) and bool((lo >= hi).any()):
@@ -146,7 +147,7 @@ def set_rng_seed(src_seeds, name=None):
         fail(
             f"nisa.set_rng_seed: src_seeds must be a 32-bit value, got {dtypes.name(src_seeds.dtype)}"
         )
-    record(ex, "vector", src_seeds)
+    record(ex, Engine.vector, src_seeds)
     if ex.compute:
         # the seed's 32 bits (a float seed is taken by its bit pattern, not its value)
         raw = src_seeds.read().reshape(1)
@@ -155,10 +156,10 @@ def set_rng_seed(src_seeds, name=None):
             if raw.dtype.is_floating_point
             else (int(raw.to(torch.int64).item()) & _M32)
         )
-        W = _WORDS["vector"]
+        W = _WORDS[Engine.vector]
         # distinct, seed-determined states per lane and word
         pos = torch.arange(_LANES * W, dtype=torch.int64).reshape(_LANES, W)
-        ex.prng["vector"] = _fmix32(_fmix32((pos * 0x9E3779B9) & _M32) ^ seed)
+        ex.prng[Engine.vector] = _fmix32(_fmix32((pos * 0x9E3779B9) & _M32) ^ seed)
 
 
 def _state_operand(ex, opc, role, t, eng):
@@ -185,7 +186,7 @@ def rand_set_state(src_seeds, engine=engine.gpsimd, name=None):
     opc = "rand_set_state"
     if ex.target.nc_version < 3:
         fail(f"nisa.{opc} needs NeuronCore-v3 or newer; this is {ex.target.label}")
-    eng = _rng_engine(ex, opc, engine, "gpsimd", v4_vector=True)
+    eng = _rng_engine(ex, opc, engine, Engine.gpsimd, v4_vector=True)
     operand(ex, opc, "src_seeds", src_seeds, SBUF_ONLY)
     _state_operand(ex, opc, "src_seeds", src_seeds, eng)
     record(ex, eng, src_seeds)
@@ -203,9 +204,9 @@ def rand_get_state(dst, engine=engine.gpsimd, name=None):
     opc = "rand_get_state"
     if ex.target.nc_version < 3:
         fail(f"nisa.{opc} needs NeuronCore-v3 or newer; this is {ex.target.label}")
-    eng = _rng_engine(ex, opc, engine, "gpsimd", v4_vector=True)
+    eng = _rng_engine(ex, opc, engine, Engine.gpsimd, v4_vector=True)
     operand(ex, opc, "dst", dst, ON_CHIP, write=True)
-    if dst.buffer is PSUM and (eng == "gpsimd" or ex.target.nc_version < 4):
+    if dst.buffer is PSUM and (eng == Engine.gpsimd or ex.target.nc_version < 4):
         fail(f"nisa.{opc}: dst must be in SBUF (PSUM only on the Vector Engine of NeuronCore-v4)")
     _state_operand(ex, opc, "dst", dst, eng)
     record(ex, eng, dst)

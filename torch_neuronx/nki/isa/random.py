@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from ...runtime.engines import Engine
 from .. import dtypes, execution
 from ..errors import fail
 from ..isa_common import f32, record, scalar_or_vector, unary_operands, write
@@ -33,7 +34,7 @@ def dropout(dst, data, prob, name=None):
         if not dtypes.is_float(prob.dtype):
             fail(f"nisa.dropout: prob must be a float tile, got {dtypes.name(prob.dtype)}")
     p = scalar_or_vector(ex, "dropout", "prob", prob, data)
-    record(ex, "vector", dst)
+    record(ex, Engine.vector, dst)
     if ex.compute:
         P = data.partitions
         u = torch.rand((P, data.free_size), generator=ex.rng)

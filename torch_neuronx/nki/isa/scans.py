@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import torch
 
+from ...runtime.engines import Engine
 from .. import dtypes, execution
 from ..errors import fail
 from ..isa_common import (
@@ -88,7 +89,7 @@ def tensor_tensor_scan(
         same_partitions(opc, "dst", dst, role, x)
         same_free(opc, "dst", dst, role, x)
     init = scalar_or_vector(ex, opc, "initial", initial, data0)
-    record(ex, "vector", dst, 2)
+    record(ex, Engine.vector, dst, 2)
     if not ex.compute:
         return
     P = dst.partitions
@@ -172,7 +173,7 @@ def tensor_scalar_cumulative(
     if cmd is R.load_reduce and imm1 is None:
         fail(f"nisa.{opc}: reduce_cmd=load_reduce loads the accumulator from imm1; pass imm1")
     v1 = None if imm1 is None else scalar_or_vector(ex, opc, "imm1", imm1, src)
-    record(ex, "vector", dst)
+    record(ex, Engine.vector, dst)
     if not ex.compute:
         return
     P = dst.partitions

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from ...runtime.engines import Engine
 from .. import dtypes, execution
 from ..errors import fail
 from ..isa_common import SBUF_ONLY, operand, record, same_partitions, write
@@ -45,7 +46,7 @@ def nonzero_with_count(dst, src, index_offset=0, padding_val=-1, name=None):
         )
     _int32_arg(opc, "index_offset", index_offset)
     _int32_arg(opc, "padding_val", padding_val)
-    record(ex, "gpsimd", src)
+    record(ex, Engine.gpsimd, src)
     if ex.compute:
         P, T = src.partitions, src.free_size
         rows = torch.arange(0, P, _GROUP)
@@ -81,7 +82,7 @@ def sequence_bounds(dst, segment_ids, name=None):
             f"nisa.{opc}: dst must have shape (1, 2, {n}) (start and end of each of the {n} "
             f"segment IDs), got {dst.shape}"
         )
-    record(ex, "gpsimd", segment_ids)
+    record(ex, Engine.gpsimd, segment_ids)
     if ex.compute:
         s = segment_ids.read().reshape(n)
         if bool((s < 0).any()):

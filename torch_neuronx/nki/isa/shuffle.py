@@ -11,6 +11,7 @@ import math
 
 import torch
 
+from ...runtime.engines import Engine
 from .. import dtypes, execution
 from ..errors import fail
 from ..isa_common import ON_CHIP, operand, record, same_free, write
@@ -70,7 +71,7 @@ def nc_stream_shuffle(dst, src, shuffle_mask, name=None):
             f"nisa.{opc}: output partition {i} copies partition {int(src_p[i])} of src, which "
             f"has {Ps} partitions"
         )
-    record(ex, "vector", dst)
+    record(ex, Engine.vector, dst)
     if ex.compute:
         s = src.read().reshape(Ps, -1)
         v = s[src_p.clamp(max=Ps - 1)].clone()  # read everything first: in place is allowed

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from ...runtime.engines import Engine
 from .. import execution
 from ..errors import fail
 from ..isa_common import ON_CHIP, f32, operand, record, same_partitions, write
@@ -23,7 +24,7 @@ def bn_stats(dst, data, name=None):
         )
     if dst.free_size != 6:
         fail(f"nisa.bn_stats: dst must hold 6 values per partition, has {dst.free_size}")
-    record(ex, "vector", data)
+    record(ex, Engine.vector, data)
     if ex.compute:
         x = f32(data).reshape(data.partitions, -1)
         outs = []
@@ -48,7 +49,7 @@ def bn_aggr(dst, data, name=None):
         )
     if dst.free_size != 2:
         fail("nisa.bn_aggr: dst must hold 2 values (mean, variance) per partition")
-    record(ex, "vector", data)
+    record(ex, Engine.vector, data)
     if ex.compute:
         t = f32(data).reshape(data.partitions, -1, 3)
         n, mean, m2 = t[..., 0], t[..., 1], t[..., 2]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch
 
+from ...runtime.engines import Engine
 from .. import dtypes, execution
 from ..errors import fail
 from ..isa_common import ON_CHIP, f32, operand, record, same_free, same_partitions, write
@@ -52,7 +53,7 @@ def max8(dst, src, name=None):
     _rank("max8", "dst", dst, 3)
     _searched("max8", "src", src)
     _eight("max8", "dst", dst)
-    record(ex, "vector", src)
+    record(ex, Engine.vector, src)
     if ex.compute:
         v = f32(src).reshape(src.partitions, -1)
         write(dst, v.topk(8, dim=1, largest=True, sorted=True).values)
@@ -100,7 +101,7 @@ def nc_find_index8(dst, data, vals, name=None):
     _searched(opc, "data", data)
     _eight(opc, "vals", vals)
     _index_dst(opc, "dst", dst)
-    record(ex, "vector", data)
+    record(ex, Engine.vector, data)
     if ex.compute:
         P = data.partitions
         pos, found = _pair(f32(data).reshape(P, -1), f32(vals).reshape(P, 8), later=False)
@@ -128,7 +129,7 @@ def nc_match_replace8(dst, data, vals, imm, dst_idx=None, name=None):
         operand(ex, opc, "dst_idx", dst_idx, ON_CHIP, write=True)
         same_partitions(opc, "dst_idx", dst_idx, "data", data)
         _index_dst(opc, "dst_idx", dst_idx)
-    record(ex, "vector", data)
+    record(ex, Engine.vector, data)
     if ex.compute:
         P = data.partitions
         d = f32(data).reshape(P, -1)

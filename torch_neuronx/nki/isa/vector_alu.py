@@ -7,6 +7,7 @@ import math
 
 import torch
 
+from ...runtime.engines import Engine
 from .. import execution
 from ..errors import fail
 from ..isa_common import (
@@ -32,11 +33,11 @@ from .arguments import engine_name, mask_of
 from .enums import engine, reduce_cmd
 
 
-def _alu_engine(engine_arg, op, tiles, default="vector"):
+def _alu_engine(engine_arg, op, tiles, default=Engine.vector):
     eng = engine_name(engine_arg, op.engine or default)
-    if op.engine == "gpsimd" and eng != "gpsimd":
-        eng = "gpsimd"
-    if eng == "gpsimd" and any(x.buffer is PSUM for x in tiles if hasattr(x, "buffer")):
+    if op.engine == Engine.gpsimd and eng != Engine.gpsimd:
+        eng = Engine.gpsimd
+    if eng == Engine.gpsimd and any(x.buffer is PSUM for x in tiles if hasattr(x, "buffer")):
         fail(
             f"nl.{op.name} runs on the GpSimd Engine, which cannot access PSUM; keep its tiles "
             f"in SBUF"
@@ -65,7 +66,9 @@ def tensor_tensor(dst, data1, data2, op, engine=engine.unknown, name=None, mask=
         engine,
         op,
         (dst, data1, data2),
-        "gpsimd" if ints and PSUM not in (data1.buffer, data2.buffer, dst.buffer) else "vector",
+        Engine.gpsimd
+        if ints and PSUM not in (data1.buffer, data2.buffer, dst.buffer)
+        else Engine.vector,
     )
     record(ex, eng, dst, 2)
     if ex.compute:
@@ -153,17 +156,17 @@ def tensor_scalar(
     bit = op0.kind == BITVEC
     if bit:
         require_int("tensor_scalar", op0, data=data, dst=dst)
-    eng = engine_name(engine, "vector")
-    if eng == "scalar":
+    eng = engine_name(engine, Engine.vector)
+    if eng == Engine.scalar:
         pair = (op0.name, op1.name if op1 else None)
         if pair not in (("multiply", "add"), ("multiply", None), ("add", None)):
             fail(
                 f"nisa.tensor_scalar on the Scalar Engine supports only (multiply, add), "
                 f"(multiply, None) and (add, None); got {pair}"
             )
-    if eng == "gpsimd" and op0.name != "rsqrt":
+    if eng == Engine.gpsimd and op0.name != "rsqrt":
         fail("nisa.tensor_scalar runs on the GpSimd Engine only for nl.rsqrt")
-    if eng == "gpsimd" and PSUM in (dst.buffer, data.buffer):
+    if eng == Engine.gpsimd and PSUM in (dst.buffer, data.buffer):
         fail("nisa.tensor_scalar: the GpSimd Engine cannot access PSUM")
     _scalar_operand_ok("tensor_scalar", op0, operand0, "operand0")
     v0 = (
@@ -232,7 +235,7 @@ def scalar_tensor_tensor(
         same_partitions("scalar_tensor_tensor", "dst", dst, role, x)
         same_free("scalar_tensor_tensor", "dst", dst, role, x)
     v0 = scalar_or_vector(ex, "scalar_tensor_tensor", "operand0", operand0, data)
-    record(ex, "vector", dst, 2)
+    record(ex, Engine.vector, dst, 2)
     if ex.compute:
         m = mask_of(mask, dst)
         r = _apply_scalar(op0, f32(data, m).reshape(dst.shape), v0, reverse0)
@@ -282,7 +285,7 @@ def tensor_reduce(dst, op, data, axis, negate=False, keepdims=False, name=None, 
         require_int("tensor_reduce", op, data=data, dst=dst)
         if negate:
             fail("nisa.tensor_reduce: negate applies to arithmetic operators only")
-    record(ex, "vector", data)
+    record(ex, Engine.vector, data)
     if ex.compute:
         m = mask_of(mask, data)
         x = data.read(m).to(torch.int64) if op.kind == BITVEC else f32(data, m)
@@ -315,7 +318,7 @@ def tensor_partition_reduce(dst, op, data, name=None):
     operand(ex, "tensor_partition_reduce", "data", data, SBUF_ONLY)
     operand(ex, "tensor_partition_reduce", "dst", dst, SBUF_ONLY, write=True)
     same_free("tensor_partition_reduce", "dst", dst, "data", data)
-    record(ex, "gpsimd", data)
+    record(ex, Engine.gpsimd, data)
     if ex.compute:
         bit = op.kind == BITVEC
         x = data.read().to(torch.int64) if bit else f32(data)
@@ -358,7 +361,7 @@ def tensor_scalar_reduce(
         )
     )
     rr = reduce_res_operand(ex, "tensor_scalar_reduce", reduce_res, data)
-    record(ex, "vector", data)
+    record(ex, Engine.vector, data)
     if ex.compute:
         r = _apply_scalar(op0, f32(data).reshape(dst.shape), v0, reverse0)
         write(dst, r)
