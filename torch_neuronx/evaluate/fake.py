@@ -565,6 +565,10 @@ def project(
         plans = [(pl, 1) for pl in rec.graph_plans()] + rec.inference_plans(inside)
     except Exception:  # noqa: BLE001 - no plan: the ops are costed as unfused kernels
         plans = []
+    # micro-batch mode: gradient accumulation runs the model n times per optimizer step; the
+    # optimizer's graph and the per-step work are paid once (perf/overlap.accumulated_step)
+    micro = max(int((inferred_work(rec) or {}).get("calls") or 1), 1)
+    once = [pl for pl, _ in plans if pl.name == "fake step: optimizer"]
     for p in profiles:
         costs = [roofline.cost_of(w, p.target.core, in_graph=False) for w in works]
         t_eager = sum(c.duration for c in costs) / tp
@@ -598,8 +602,17 @@ def project(
                 ).duration
             )
         comm = sum(fsdp) + tp_comm
-        eager_s = overlap.step_time(t_eager, blocking_s=tp_comm, overlapped_s=fsdp)
-        graph_s = overlap.step_time(t_graph, blocking_s=tp_comm, overlapped_s=fsdp)
+        # per micro-batch: its share of the traced compute with its own FSDP / TP collectives
+        # (FSDP gathers the parameters in every micro-batch's forward and backward)
+        t_once = sum(pl.duration(p.target.core) for pl in once) / tp if plans else 0.0
+        eager_s = overlap.accumulated_step(
+            overlap.step_time(t_eager / micro, blocking_s=tp_comm, overlapped_s=fsdp), micro
+        )
+        graph_s = overlap.accumulated_step(
+            overlap.step_time((t_graph - t_once) / micro, blocking_s=tp_comm, overlapped_s=fsdp),
+            micro,
+            once_s=t_once,
+        )
         # each of the dp replicas runs the traced micro-batch; tp cores share one replica's work
         row = projection_row(
             p,
@@ -613,6 +626,7 @@ def project(
         row["flops_per_core"] = flops / tp
         row["comm_s"] = comm
         row["exposed_comm_s"] = graph_s - t_graph  # compiled step: TP + exposed FSDP
+        row["micro_batches"] = micro
         row["fits"] = per_core_mem <= p.hbm_per_core
         row["cores_needed"] = world
         row["instances_needed"] = math.ceil(world / p.cores)
