@@ -180,7 +180,9 @@ def test_spilling_kernel_never_costs_more_than_its_ops_eagerly():
     for n in gm.graph.nodes:
         if n.op != "call_function" or graph._is_view(n.target):
             continue
-        args = tuple(graph._concrete(a.meta["val"]) if isinstance(a, torch.fx.Node) else a for a in n.args)
+        args = tuple(
+            graph._concrete(a.meta["val"]) if isinstance(a, torch.fx.Node) else a for a in n.args
+        )
         ew = wk.op_work(op_name(n.target), args, None, graph._concrete(n.meta["val"]), None)
         eager += roofline.cost_of(ew, CORE).duration if ew.engine != Engine.tensor else 0.0
     assert roofline.cost_of(w, CORE, in_graph=True).duration <= eager

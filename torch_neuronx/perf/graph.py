@@ -359,7 +359,9 @@ def plan_graph(
             opname = op_name(m.target)
             # the bytes the eager model charges the same op (work.op_work), so a split kernel
             # is never modeled costlier than the eager ops
-            margs = tuple(_concrete(a.meta.get("val")) if isinstance(a, torch.fx.Node) else a for a in m.args)
+            margs = tuple(
+                _concrete(a.meta.get("val")) if isinstance(a, torch.fx.Node) else a for a in m.args
+            )
             mkw = {
                 key: (_concrete(a.meta.get("val")) if isinstance(a, torch.fx.Node) else a)
                 for key, a in m.kwargs.items()
