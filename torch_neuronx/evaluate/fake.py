@@ -312,9 +312,10 @@ class FakeStepRecorder(TorchDispatchMode):
         if eng == Engine.host:
             self.fallbacks[full] += 1
             return out
-        if name in ("aten::_to_copy", "aten::copy_", "aten::_copy_from") or perf_report._is_view_op(
-            full
-        ):
+        # a copy from the host is the step's input (not device work); a copy on the device (an
+        # autocast dtype cast, an in-place copy_) is a DMA kernel in eager as in the compiled
+        # plan, which costs the same node: leaving it out made eager look faster than compiled
+        if host_copy or perf_report._is_view_op(full):
             return out
         try:
             work = wk.op_work(full, tuple(args), kwargs, out, eng, kind=ev.OP)
@@ -565,6 +566,10 @@ def project(
         plans = [(pl, 1) for pl in rec.graph_plans()] + rec.inference_plans(inside)
     except Exception:  # noqa: BLE001 - no plan: the ops are costed as unfused kernels
         plans = []
+    # micro-batch mode: gradient accumulation runs the model n times per optimizer step; the
+    # optimizer's graph and the per-step work are paid once (perf/overlap.accumulated_step)
+    micro = max(int((inferred_work(rec) or {}).get("calls") or 1), 1)
+    once = [pl for pl, _ in plans if pl.name == "fake step: optimizer"]
     for p in profiles:
         costs = [roofline.cost_of(w, p.target.core, in_graph=False) for w in works]
         t_eager = sum(c.duration for c in costs) / tp
@@ -598,8 +603,17 @@ def project(
                 ).duration
             )
         comm = sum(fsdp) + tp_comm
-        eager_s = overlap.step_time(t_eager, blocking_s=tp_comm, overlapped_s=fsdp)
-        graph_s = overlap.step_time(t_graph, blocking_s=tp_comm, overlapped_s=fsdp)
+        # per micro-batch: its share of the traced compute with its own FSDP / TP collectives
+        # (FSDP gathers the parameters in every micro-batch's forward and backward)
+        t_once = sum(pl.duration(p.target.core) for pl in once) / tp if plans else 0.0
+        eager_s = overlap.accumulated_step(
+            overlap.step_time(t_eager / micro, blocking_s=tp_comm, overlapped_s=fsdp), micro
+        )
+        graph_s = overlap.accumulated_step(
+            overlap.step_time((t_graph - t_once) / micro, blocking_s=tp_comm, overlapped_s=fsdp),
+            micro,
+            once_s=t_once,
+        )
         # each of the dp replicas runs the traced micro-batch; tp cores share one replica's work
         row = projection_row(
             p,
@@ -611,8 +625,9 @@ def project(
             cores_per_replica=tp,
         )
         row["flops_per_core"] = flops / tp
-        row["comm_s"] = comm
+        row["comm_s"] = comm * micro  # every micro-batch's collectives (per step)
         row["exposed_comm_s"] = graph_s - t_graph  # compiled step: TP + exposed FSDP
+        row["micro_batches"] = micro
         row["fits"] = per_core_mem <= p.hbm_per_core
         row["cores_needed"] = world
         row["instances_needed"] = math.ceil(world / p.cores)
@@ -651,7 +666,8 @@ def project(
             "One training step traced with fake tensors; no value was computed (reads of device values return a placeholder: False or 1).",
             "Modeled time per profile: eager = every op costed as an eager launch; compiled_step_s = the traced "
             "step planned by the compiled-graph planner (perf/graph.py, the same plan torch.compile's graphs get): "
-            "forward + backward as one graph, the optimizer's step as a second graph, paid once per step. Divided by the tensor-parallel degree; FSDP adds an all-gather of the "
+            "forward + backward as one graph, the optimizer's step as a second graph, paid once per step; under gradient accumulation "
+            "each micro-batch pays its own collectives (perf/overlap.accumulated_step). Divided by the tensor-parallel degree; FSDP adds an all-gather of the "
             "parameters (forward and backward) and a reduce-scatter of the gradients; tensor parallelism adds an "
             "approximate all-reduce cost, blocking. The FSDP collectives overlap the compute, all but the last "
             "(torch_neuronx.perf.overlap, docs/perf-model.md 'Overlap').",

@@ -50,6 +50,13 @@ class Work:
     # a fused kernel: bytes of intermediates live on chip between consecutive member ops
     # (perf/graph.py); what exceeds the core's SBUF spills through HBM (roofline.spill_bytes)
     live: tuple = ()
+    # a fused kernel: (first boundary, last boundary + 1, bytes, reads) of each intermediate
+    # counted in ``live``: what spills is written once and read back once per reading member,
+    # never once per boundary it stays live across (roofline.spill_bytes)
+    spans: tuple = ()
+    # a fused kernel: HBM bytes its member ops move when run as separate kernels; the compiler
+    # splits a kernel rather than spill more than that (roofline.spill_bytes)
+    unfused_bytes: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)

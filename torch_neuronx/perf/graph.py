@@ -259,25 +259,31 @@ def plan_graph(
         return out
 
     def _working_set(members: list, mset: set) -> tuple:
-        """Live intermediate bytes at each boundary between consecutive members."""
+        """(live, spans): live intermediate bytes at each boundary between consecutive members,
+        and (first boundary, last boundary + 1, bytes, reads) of each intermediate live across
+        one (the per-tensor view roofline.spill_bytes charges spills by)."""
         if len(members) < 2:
-            return ()
+            return (), ()
         pos = {m: i for i, m in enumerate(members)}
         delta = [0.0] * len(members)
+        spans = []
         for i, m in enumerate(members):
-            last = max((pos[u] for u in users_in(m, mset, [])), default=i)
+            uses = [pos[u] for u in users_in(m, mset, [])]
+            last = max(uses, default=i)
             if last > i:  # live across boundaries i .. last-1
                 size = _size(val.get(m))
                 delta[i] += size
                 delta[last] -= size
+                spans.append((i, last, size, len(uses)))
         live, run = [], 0.0
         for d in delta[:-1]:
             run += d
             live.append(run)
         if not any(live):
-            return ()
+            return (), ()
         rows = _row_tiles(members)
-        return tuple(x * min(1.0, _PARTITIONS / rows) for x in live) if rows else tuple(live)
+        f = min(1.0, _PARTITIONS / rows) if rows else 1.0
+        return tuple(x * f for x in live), tuple((a, b, n * f, r) for a, b, n, r in spans)
 
     def _row_tiles(members: list) -> int:
         """The leading extent the kernel can be tiled over (0: not row-local)."""
@@ -337,6 +343,7 @@ def plan_graph(
         reads: dict = {}
         elem: list = []
         names: list = []
+        unfused = 0.0  # each member as its own kernel: reads its inputs, writes its outputs
         for m in members:
             ins = []
             for a in m.all_input_nodes:
@@ -350,6 +357,19 @@ def plan_graph(
                     )
             outs = wk.tensors_in((val.get(m),))
             opname = op_name(m.target)
+            # the bytes the eager model charges the same op (work.op_work), so a split kernel
+            # is never modeled costlier than the eager ops
+            margs = tuple(
+                _concrete(a.meta.get("val")) if isinstance(a, torch.fx.Node) else a for a in m.args
+            )
+            mkw = {
+                key: (_concrete(a.meta.get("val")) if isinstance(a, torch.fx.Node) else a)
+                for key, a in m.kwargs.items()
+            }
+            try:
+                unfused += wk.op_work(opname, margs, mkw, val.get(m), None, kind=ev.KERNEL).bytes
+            except Exception:  # noqa: BLE001 - no rule for the op: its inputs and outputs
+                unfused += sum(wk.nbytes(t) for t in (*ins, *outs))
             engine = Engine.parse(engine_of(opname) if engine_of else None) or Engine.vector
             if engine == Engine.tensor:
                 engine = Engine.vector
@@ -359,7 +379,7 @@ def plan_graph(
             if short not in names:
                 names.append(short)
         writes = sum(_size(val.get(m)) for m in members if used_outside(m, mset))
-        live = _working_set(members, mset)
+        live, spans = _working_set(members, mset)
         by_engine: dict = {}
         for e, elements, _, _ in elem:
             by_engine[e] = by_engine.get(e, 0.0) + elements
@@ -384,6 +404,8 @@ def plan_graph(
             ops=tuple(op_name(m.target) for m in members),
             shapes="x".join(str(int(d)) for d in big.shape) if big is not None else "",
             live=live,
+            spans=spans,
+            unfused_bytes=unfused,
         )
         first_of[members[0]] = len(works)
         works.append(w)

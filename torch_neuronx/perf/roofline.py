@@ -122,14 +122,34 @@ def memory_time(core: LogicalCore, nbytes: float) -> float:
 
 
 def spill_bytes(work: ev.Work, core: LogicalCore) -> float:
-    """HBM bytes a fused kernel spills: at each boundary between its member ops, the live
-    intermediates beyond the logical core's SBUF are written to HBM and read back (2 x the
-    excess). ASSUMPTION: the compiler keeps each live intermediate whole (no re-tiling of the
-    kernel to fit), so what does not fit crosses HBM once each way per boundary."""
+    """HBM bytes a fused kernel spills. At each boundary between its member ops where the live
+    intermediates exceed the logical core's SBUF, the excess does not stay on chip. Each
+    intermediate (``work.spans``) spills the largest share of it that did not fit at any
+    boundary it is live across: written to HBM once and read back once per member that reads
+    it -- the traffic the same tensor has when the ops run unfused, never once per boundary
+    it stays live across (that charged a loop-unrolled or long fused kernel more HBM traffic
+    than its ops run eagerly). ASSUMPTION: the compiler keeps each live intermediate whole (no
+    re-tiling of the kernel to fit). Works without spans (older plans) pay 2 x the excess at
+    each boundary. Capped so the kernel never moves more than its member ops unfused
+    (``work.unfused_bytes``): a compiler splits a kernel rather than spill more than that,
+    so a fused plan is never modeled slower than the same ops run one by one (issue 23
+    item 4: "cost the spill traffic, or split the kernel")."""
     if not work.live:
         return 0.0
     cap = float(core.sbuf)
-    return 2.0 * sum(max(0.0, live - cap) for live in work.live)
+    if not work.spans:
+        total = 2.0 * sum(max(0.0, live - cap) for live in work.live)
+        if work.unfused_bytes:
+            total = min(total, max(0.0, work.unfused_bytes - work.bytes))
+        return total
+    over = [max(0.0, live - cap) / live if live > 0 else 0.0 for live in work.live]
+    total = 0.0
+    for first, end, nbytes, reads in work.spans:
+        share = max(over[first:end], default=0.0)
+        total += nbytes * share * (1 + reads)
+    if work.unfused_bytes:
+        total = min(total, max(0.0, work.unfused_bytes - work.bytes))
+    return total
 
 
 def cost_of(work: ev.Work, core: LogicalCore, *, in_graph: bool = False) -> ev.Cost:
