@@ -86,3 +86,41 @@ def test_a_parameter_that_cannot_keep_its_identity_warns_and_still_moves():
         m.to("neuron")
     assert m.weight.device.type == "neuron" and m.weight is not ref()
     assert m.bias.device.type == "neuron"
+
+
+@pytest.mark.parametrize("rnn", [torch.nn.LSTM, torch.nn.GRU])
+def test_recurrent_layers_inside_a_model_keep_their_parameters(rnn):
+    """nn.RNNBase holds weak references to its weights (rebuilt by its own _apply inside the
+    outer one); they used to block the swap, so an LSTM model moved after its optimizer was
+    built trained nothing (with a warning). Now no warning, same objects, and the flat weights
+    name them."""
+    import warnings
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = rnn(8, 16, batch_first=True)
+            self.head = torch.nn.Linear(16, 4)
+
+        def forward(self, x):
+            return self.head(self.rnn(x)[0])
+
+    torch.manual_seed(0)
+    model, ref = Model(), Model()
+    ref.load_state_dict(model.state_dict())
+    before = list(model.parameters())
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)  # before the move, as tutorials do
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.to("neuron")
+    assert all(a is b for a, b in zip(before, model.parameters(), strict=True))
+    assert all(p.device.type == "neuron" for p in model.parameters())
+    flat = zip(model.rnn._flat_weights, model.rnn._flat_weights_names, strict=True)
+    assert all(w is getattr(model.rnn, n) for w, n in flat)
+    x = torch.randn(2, 5, 8)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    for m, o, dev in ((model, opt, "neuron"), (ref, ref_opt, "cpu")):
+        m(x.to(dev)).square().mean().backward()
+        o.step()
+    for a, b in zip(model.parameters(), ref.parameters(), strict=True):
+        torch.testing.assert_close(a.cpu(), b)

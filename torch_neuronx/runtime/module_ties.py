@@ -67,6 +67,14 @@ def _apply(self, fn, recurse=True):
         out = _orig_apply(self, fn, recurse)
     finally:
         _state.depth = depth
+    # nn.RNNBase keeps weak references to its parameters (`_flat_weight_refs`, rebuilt by its
+    # own _apply inside ours), and swap_tensors refuses a tensor with weak references: drop
+    # them for the swap, then let each RNN rebuild its flat weights from the swapped objects
+    # (its `_flat_weights` list still names the new Parameter objects, which now hold the
+    # old contents).
+    rnns = [m for m in self.modules() if isinstance(m, torch.nn.RNNBase)]
+    for m in rnns:
+        m._flat_weight_refs = []
     for old, owners in before.values():
         first_mod, first_name = owners[0]
         new = first_mod._parameters.get(first_name)
@@ -76,6 +84,8 @@ def _apply(self, fn, recurse=True):
         for mod, name in owners:
             if mod._parameters.get(name) is not keep:
                 mod._parameters[name] = keep
+    for m in rnns:
+        m._init_flat_weights()
     return out
 
 
