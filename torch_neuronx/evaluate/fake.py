@@ -282,8 +282,10 @@ class FakeStepRecorder(TorchDispatchMode):
             self.stop_pending = True  # the next step's first device op: one step traced
         out = func(*args, **kwargs)
         flat = wk.tensors_in(out if isinstance(out, (list, tuple)) else (out,))
+        # arguments in lists count too: foreach and fused optimizer ops (`_foreach_add_`,
+        # `_fused_adamw_`) take lists of tensors and return nothing
         on_neuron = any(t.device.type == "neuron" for t in flat) or any(
-            isinstance(a, torch.Tensor) and a.device.type == "neuron" for a in args
+            t.device.type == "neuron" for t in wk.tensors_in(args)
         )
         for t in flat:
             self._track(t)
