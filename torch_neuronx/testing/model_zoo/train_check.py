@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import inspect
 import math
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -52,6 +53,7 @@ class Outcome:
     graphs: int = 0
     loss_rel: float = 0.0
     grad_rel: float = 0.0
+    seconds: float = 0.0  # wall time of the device side (its compile included)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -158,6 +160,11 @@ def _error(exc: BaseException) -> str:
         root = inner
     msg = [line for line in str(root).strip().splitlines() if line.strip()]
     head = f"{type(root).__name__}: {msg[0] if msg else ''}"[:300]
+    # the backend lists what it could not compile as "  - aten::op: policy ..." lines under
+    # a summary line: the operators are the finding, so they join the summary
+    items = [line.strip()[2:] for line in msg[1:] if line.strip().startswith("- ")]
+    if items:
+        head += " " + "; ".join(items)[:300]
     if root is not exc:
         head = f"{type(exc).__name__} <- {head}"
     frames = traceback.extract_tb(root.__traceback__)
@@ -197,6 +204,7 @@ def _check_mode(name, mode, fresh, batch, kwargs, ref, device) -> Outcome:
     dynamo_metrics.reset_dynamo_metrics()
     tracking.clear_op_tracking()
     outcome = Outcome(name, mode, "pass")
+    start = time.perf_counter()
     try:
         model = copy.deepcopy(fresh).to(device)
         dev_batch = {k: v.to(device) for k, v in batch.items()}
@@ -207,6 +215,7 @@ def _check_mode(name, mode, fresh, batch, kwargs, ref, device) -> Outcome:
             outcome.status, outcome.detail = "fail", detail
     except Exception as exc:  # noqa: BLE001 - a device failure is this model's result
         outcome.status, outcome.detail = "fail", _error(exc)
+    outcome.seconds = round(time.perf_counter() - start, 1)
     outcome.fallbacks = sorted(tracking.get_fallback_ops())
     outcome.graph_breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
     outcome.graphs = len(dynamo_metrics.get_dynamo_metrics())
