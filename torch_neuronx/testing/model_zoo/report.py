@@ -71,6 +71,16 @@ def section(
             "have not been run yet (a rerun of the command goes on from its results file)."
         )
         lines.append("")
+    if "timm" in (totals or {}):
+        from torch_neuronx.testing.model_zoo import timm_models
+
+        for family, names in sorted(timm_models.unrunnable().items()):
+            lines.append(
+                f"timm family `{family}` outside the sweep: none of its {len(names)} variants "
+                f"trains on CPU at {min(timm_models.RESOLUTIONS)}-"
+                f"{max(timm_models.RESOLUTIONS)} px (batch {timm_models.BATCH})."
+            )
+            lines.append("")
     for suite, why in sorted({**zoo.NOT_SWEPT, **unavailable}.items()):
         lines.append(f"Suite `{suite}` not run: {why}")
         lines.append("")

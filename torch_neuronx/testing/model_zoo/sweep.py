@@ -121,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fresh", action="store_true", help="forget earlier results")
     ap.add_argument("--retry", default="", help="rerun pairs with these statuses (fail,timeout)")
     ap.add_argument("--no-write", action="store_true", help="do not rewrite --out")
+    ap.add_argument("--report-only", action="store_true", help="rewrite --out, run nothing")
     ap.add_argument("--worker", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     modes = tuple(m for m in args.modes.split(",") if m)
@@ -135,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         todo = [m for m in args.models.split(",") if m]
     else:
         todo = [m for s, why in unavailable.items() if not why for m in zoo.models(s)]
+    if args.report_only:
+        todo = []
     done = _done(args.results, set(args.retry.split(",")) - {""})
     # one worker runs one set of modes: group the models by the modes they still need
     groups: dict[tuple[str, ...], list[str]] = {}

@@ -66,6 +66,13 @@ def families() -> dict[str, dict]:
         return json.load(f)["models"]
 
 
+def unrunnable() -> dict[str, list[str]]:
+    """family -> its variants, for the families none of whose variants trains on CPU at any
+    of RESOLUTIONS (outside the sweep by the CPU rule, like a ``cpu_error`` model)."""
+    with open(_TABLE) as f:
+        return json.load(f)["skipped_unrunnable"]
+
+
 def table_timm_version() -> str:
     with open(_TABLE) as f:
         return json.load(f)["timm_version"]
