@@ -201,7 +201,7 @@ def test_timm_table_covers_every_family_of_the_installed_timm():
     assert not swept & set(timm_models.unrunnable())
     for name, entry in table.items():
         assert _registry._model_to_module[name] == entry["family"]
-        assert entry["resolution"] in timm_models.RESOLUTIONS
+        assert entry["resolution"] >= min(timm_models.RESOLUTIONS)
     # timm's own tiny test models win their families by the parameter count
     assert {table[n]["family"] for n in ("test_resnet", "test_convnext", "test_vit")} == {
         "resnet",

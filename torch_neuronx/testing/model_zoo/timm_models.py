@@ -16,9 +16,10 @@ Each chosen model then gets, by rule:
   training of a 400M-parameter model would take several GB of this machine's memory and
   minutes, and tests nothing a shallower copy does not;
 
-- its *resolution*: the first of `RESOLUTIONS` at which a CPU training forward (batch
-  `BATCH`) runs; models whose constructor takes ``img_size`` (ViTs, Swin, ...) are built for
-  that resolution;
+- its *resolution*: the first of `RESOLUTIONS` at which a CPU training step (batch `BATCH`)
+  runs; models whose constructor takes ``img_size`` (ViTs, Swin, ...) are built for that
+  resolution; failing all, the model's own default input size (CrossViT); a family none of
+  whose variants trains is listed in the table as unrunnable (none in timm 1.0.31);
 - its *memory format*: ``channels_last`` for a convnet (more than one Conv2d: more than a
   ViT's patch embedding), as timm's ``train.py --channels-last`` is used for convnets;
   contiguous else.
@@ -163,18 +164,58 @@ def _param_counts(timm) -> dict[str, tuple[str, int]]:
     return counts
 
 
-def _fit_resolution(timm, name: str, img_size: bool, shrink: dict) -> int | None:
-    """The smallest of RESOLUTIONS at which a training forward and backward run on CPU."""
-    for res in RESOLUTIONS:
-        try:
-            torch.manual_seed(0)
-            model = _create(timm, name, res, img_size, shrink)
-            model.train()
-            model(torch.randn(BATCH, 3, res, res)).float().sum().backward()
-            return res
-        except Exception:  # noqa: BLE001, S112 - too small for this model: try the next size
-            continue
+def _trains(timm, name: str, res: int, img_size: bool, shrink: dict) -> bool:
+    try:
+        torch.manual_seed(0)
+        model = _create(timm, name, res, img_size, shrink)
+        model.train()
+        model(torch.randn(BATCH, 3, res, res)).float().sum().backward()
+        return True
+    except Exception:  # noqa: BLE001 - any failure: this setting does not fit the model
+        return False
+
+
+def _default_resolution(timm, name: str) -> int:
+    size = timm.models.get_pretrained_cfg_value(name, "input_size") or (3, 224, 224)
+    return int(size[-1])
+
+
+def _fit(timm, name: str, params: int) -> tuple[dict, int, bool] | None:
+    """(shrink, resolution, img_size) of the first setting at which a training step runs on
+    CPU: the shrunk model (above PARAM_BUDGET) before the full one, each at the smallest of
+    RESOLUTIONS (built for it where the class takes ``img_size``), then at the model's own
+    default size without ``img_size`` (CrossViT takes ``img_size`` but only its defaults fit
+    its two branches). None when nothing runs."""
+    init = _init_params(timm, name)
+    takes = "img_size" in init
+    shrinks = [_shrink_kwargs(init)] if params > PARAM_BUDGET else []
+    shrinks = [k for k in shrinks if k] + [{}]  # NextViT's one-block stages do not build
+    for shrink in shrinks:
+        for res in RESOLUTIONS:
+            if _trains(timm, name, res, takes, shrink):
+                return shrink, res, takes
+        res = _default_resolution(timm, name)
+        if takes and _trains(timm, name, res, False, shrink):
+            return shrink, res, False
     return None
+
+
+def _entry(timm, family: str, name: str, params: int) -> dict | None:
+    fit = _fit(timm, name, params)
+    if fit is None:
+        return None
+    shrink, res, img_size = fit
+    with torch.device("meta"):
+        model = _create(timm, name, None, False, shrink)
+    return {
+        "family": family,
+        "params": sum(p.numel() for p in model.parameters()),
+        "default_params": params,
+        "shrink": shrink,
+        "resolution": res,
+        "img_size": img_size,
+        "channels_last": _is_convnet(model),
+    }
 
 
 def select(counts: dict[str, tuple[str, int]] | None = None) -> dict:
@@ -188,24 +229,11 @@ def select(counts: dict[str, tuple[str, int]] | None = None) -> dict:
     models, unfit = {}, {}
     for family, candidates in sorted(by_family.items()):
         for params, name in sorted(candidates):  # the smallest that runs at some resolution
-            init = _init_params(timm, name)
-            img_size = "img_size" in init
-            shrink = _shrink_kwargs(init) if params > PARAM_BUDGET else {}
-            res = _fit_resolution(timm, name, img_size, shrink)
-            if res is None:
+            entry = _entry(timm, family, name, params)
+            if entry is None:
                 unfit.setdefault(family, []).append(name)
                 continue
-            with torch.device("meta"):
-                model = _create(timm, name, None, False, shrink)
-            models[name] = {
-                "family": family,
-                "params": sum(p.numel() for p in model.parameters()),
-                "default_params": params,
-                "shrink": shrink,
-                "resolution": res,
-                "img_size": img_size,
-                "channels_last": _is_convnet(model),
-            }
+            models[name] = entry
             break
     return {"timm_version": timm.__version__, "models": models, "skipped_unrunnable": unfit}
 
