@@ -132,6 +132,23 @@ def test_check_detects_a_wrong_loss():
     assert loss_rel > train_check.RTOL
 
 
+def test_float64_judgement_accepts_noise_within_cpu_float32s_own_error():
+    """Past the float32 bounds, a result is judged by its distance from float64 against CPU
+    float32's own (the Dynamo benchmarks' fp64 reference, multiplier 3)."""
+    exact_g = {"w": torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)}
+    exact = ([torch.tensor(1.0, dtype=torch.float64)], [exact_g])
+    off = torch.tensor([0.01, -0.01, 0.01], dtype=torch.float64)  # CPU float32's own error
+
+    def shifted(k):
+        return ([torch.tensor(1.0)], [{"w": (exact_g["w"] + k * off).float()}])
+
+    ref = shifted(1.0)
+    assert train_check._compare(ref, shifted(-1.0))[0]  # fails the float32 bounds
+    assert train_check._fp64_verdict(ref, shifted(-1.0), exact) == ""  # as far as CPU is
+    assert train_check._fp64_verdict(ref, shifted(2.5), exact) == ""
+    assert train_check._fp64_verdict(ref, shifted(4.0), exact).startswith("step 0 grad w")
+
+
 def test_report_replaces_only_its_own_block(tmp_path):
     path = tmp_path / "coverage.md"
     other = "<!-- other:begin x -->\nkept\n<!-- other:end -->\n"
