@@ -17,4 +17,12 @@ from __future__ import annotations
 EXCLUDED: dict[str, str] = {}
 
 # ("suite:name", mode) -> the reason (the open issue's error).
-KNOWN_FAILURES: dict[tuple[str, str], str] = {}
+KNOWN_FAILURES: dict[tuple[str, str], str] = {
+    # issue 26: the backward graph holds aten.view of a permuted tensor whose strides (from
+    # the saved LayerNorm statistics' size-1-dimension strides, (4, 1, 2, 2)) make it
+    # unviewable when the backend re-propagates it on host fake tensors (compile/backend.py,
+    # _lower_to_host); eager and CPU Inductor pass. Not yet fixed.
+    ("timm:test_convnext", "compiled"): "ValueError: Cannot view a tensor with shape "
+    "torch.Size([2, 2, 2, 48]) and strides (192, 48, 96, 1) as a tensor with shape (8, 48)! "
+    "[at compile/backend.py, _lower_to_host: FakeTensorProp of the backward graph]",
+}

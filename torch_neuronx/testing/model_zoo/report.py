@@ -30,7 +30,10 @@ def _status(row: dict) -> str:
 
 
 def section(
-    rows: list[dict], unavailable: dict[str, str], totals: dict[str, int] | None = None
+    rows: list[dict],
+    unavailable: dict[str, str],
+    totals: dict[str, int] | None = None,
+    note: str = "",
 ) -> str:
     """The marked section for `rows` (Outcome dicts); `unavailable`: suite -> why not run;
     `totals`: suite -> the number of models in the zoo, when `rows` may hold only part."""
@@ -52,7 +55,10 @@ def section(
         f"{train_check.STEPS} SGD steps (lr {train_check.LR}) on the same synthetic batch on "
         "both; every step's loss and every gradient must match CPU eager within rtol "
         f"{train_check.RTOL} (gradients norm-wise; `torch_neuronx/testing/model_zoo/"
-        "train_check.py` says why). *eager*: neuron op by op; *compiled*: "
+        "train_check.py` says why); a model outside these bounds passes when it is no further "
+        f"from a float64 CPU run than {train_check.MULTIPLIER:g} times CPU float32's own "
+        "distance (the Dynamo benchmarks' float64 reference; its row then says so). "
+        "*eager*: neuron op by op; *compiled*: "
         '`torch.compile(model, backend="neuron")`. A model whose CPU reference fails is '
         "outside the sweep (`cpu_error`, with CPU's error); `policy.py` lists any other "
         "exclusion with its reason. CI (`tests/models/test_model_zoo.py`) runs a fixed sample; "
@@ -65,6 +71,8 @@ def section(
         for suite, n in sorted((totals or {}).items())
         if any(ran[(suite, m)] < n for m in _MODES)
     ]
+    if note:
+        lines += [f"**This run:** {note}", ""]
     if partial:
         lines.append(
             f"**Partial run:** {'; '.join(partial)} models (the models below); the others "
@@ -122,6 +130,9 @@ def section(
                 details.append(f"{m}: {r['detail']}")
         if model in policy.EXCLUDED:
             details.insert(0, f"excluded: {policy.EXCLUDED[model]}")
+        known = [m for m in _MODES if (model, m) in policy.KNOWN_FAILURES]
+        if known:
+            details.insert(0, f"known failure ({', '.join(known)}; policy.py)")
         lines.append(
             f"| {model} | {_status(modes['eager']) if 'eager' in modes else ''} | "
             f"{_status(comp) if comp else ''} | {', '.join(fallbacks)} | {breaks} | "

@@ -122,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--retry", default="", help="rerun pairs with these statuses (fail,timeout)")
     ap.add_argument("--no-write", action="store_true", help="do not rewrite --out")
     ap.add_argument("--report-only", action="store_true", help="rewrite --out, run nothing")
+    ap.add_argument("--note", default="", help="what this run covered, for the report")
     ap.add_argument("--worker", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     modes = tuple(m for m in args.modes.split(",") if m)
@@ -160,5 +161,5 @@ def main(argv: list[str] | None = None) -> int:
         rows = _rows(args.results)
         totals = {s: len(zoo.models(s)) for s, why in unavailable.items() if not why}
         missing = {s: w for s, w in unavailable.items() if w}
-        report.write(args.out, report.section(rows, missing, totals))
+        report.write(args.out, report.section(rows, missing, totals, args.note))
     return 0
