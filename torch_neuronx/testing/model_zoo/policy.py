@@ -25,6 +25,10 @@ KNOWN_FAILURES: dict[tuple[str, str], str] = {
     ("timm:test_convnext", "compiled"): "ValueError: Cannot view a tensor with shape "
     "torch.Size([2, 2, 2, 48]) and strides (192, 48, 96, 1) as a tensor with shape (8, 48)! "
     "[at compile/backend.py, _lower_to_host: FakeTensorProp of the backward graph]",
+    # the same error and block shape (channels_last, NHWC LayerNorm and Linear MLP)
+    ("timm:test_mambaout", "compiled"): "ValueError: Cannot view a tensor with shape "
+    "torch.Size([2, 2, 2, 48]) and strides (192, 48, 96, 1) as a tensor with shape (8, 48)! "
+    "[at compile/backend.py, _lower_to_host]",
     # Not the device: CPU Inductor (torch.compile on CPU) gives bit for bit the same losses and
     # gradients as the neuron backend. Batch 2 at 32 px leaves BatchNorm two values per
     # channel at the 1x1 stages, so float32 rounding is amplified (CPU eager's own step-1
