@@ -152,6 +152,9 @@ def shrink_config(default):
 
 def build(model_type: str, seed: int = 0):
     """The seeded base model of `model_type` (CPU, float32) and its config."""
+    from torch_neuronx.testing import torchvision_shim
+
+    torchvision_shim.install()  # transformers imports torchvision for vision/speech models
     from transformers import AutoConfig, AutoModel
 
     config = shrink_config(AutoConfig.for_model(model_type))
