@@ -71,16 +71,33 @@ def _eager_decomposes(name: str, reason: str) -> bool:
     ``aten::_safe_softmax`` from scaled_dot_product_attention."""
     if reason != op_policy.DEFAULT_FALLBACK_REASON:
         return False  # explicitly listed as fallback/unsupported
-    qualname = op_names.strip_overload(name)
-    try:
-        has = torch._C._dispatch_has_kernel_for_dispatch_key
+    # every overload: an op whose overloads all have names (``_unsafe_index.Tensor``, from
+    # Inductor's decomposition of bilinear upsampling) has no dispatcher entry under the bare
+    # name, and asking for that raised and read as "no decomposition" (issue 26: sam_hq)
+    qualnames = _overload_qualnames(op_names.strip_overload(name))
+    if not qualnames:
+        return False
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    for qualname in qualnames:
         if has(qualname, "PrivateUse1"):
             return False
-        return has(qualname, "CompositeExplicitAutograd") or has(
-            qualname, "CompositeImplicitAutograd"
-        )
-    except Exception:
-        return False
+        if not (
+            has(qualname, "CompositeExplicitAutograd") or has(qualname, "CompositeImplicitAutograd")
+        ):
+            return False
+    return True
+
+
+def _overload_qualnames(name: str) -> list[str]:
+    """'aten::x' -> the dispatcher names of its overloads ('aten::x', 'aten::x.Tensor', ...),
+    those the dispatcher has (Python lists TorchScript-only ones too: ``Tensor_hacked_twin``)."""
+    namespace, _, op = name.partition("::")
+    try:
+        overloads = getattr(getattr(torch.ops, namespace), op).overloads()
+    except (AttributeError, RuntimeError):
+        return []
+    qualnames = [name if o == "default" else f"{name}.{o}" for o in overloads]
+    return [q for q in qualnames if torch._C._dispatch_has_kernel(q)]
 
 
 _FRAME_RE = re.compile(r'File "([^"]+)", line (\d+), in (\S+)\n(?:\s*(.*))?')

@@ -94,6 +94,9 @@ def _shrink_kwargs(config_cls, default) -> dict[str, Any]:
             continue
         if isinstance(value, float) and "drop" in name:  # dropout, *_pdrop, drop_path, layerdrop
             kw[name] = 0.0
+        elif "drop" in name and isinstance(value, list | tuple) and value:
+            if all(isinstance(v, float) for v in value):  # per-stage rates (CvT's drop_path_rate)
+                kw[name] = [0.0] * len(value)
         elif name == "depths" and isinstance(value, list | tuple):
             kw[name] = [1] * len(value)  # hierarchical vision models: one block per stage
         elif _is_config(value):
@@ -149,6 +152,9 @@ def shrink_config(default):
 
 def build(model_type: str, seed: int = 0):
     """The seeded base model of `model_type` (CPU, float32) and its config."""
+    from torch_neuronx.testing import torchvision_shim
+
+    torchvision_shim.install()  # transformers imports torchvision for vision/speech models
     from transformers import AutoConfig, AutoModel
 
     config = shrink_config(AutoConfig.for_model(model_type))

@@ -2,11 +2,15 @@
 
     python -m torch_neuronx.testing.model_zoo                      # every model, both modes
     python -m torch_neuronx.testing.model_zoo --models hf:llama,hf:bert --modes eager
+    python -m torch_neuronx.testing.model_zoo --suites timm --retry fail,timeout
 
-Each model runs in its own interpreter (`--worker`), under a time limit: a model that
-crashes the process or stalls is recorded as a failure of its own and the sweep goes on.
-Results are appended to a JSON-lines file as they come, and a rerun skips the models that
-file already holds (`--fresh` starts over), so a long sweep can be resumed.
+Models run in worker interpreters (`--worker`), `--chunk` models per worker one after the
+other (starting Python and importing torch, transformers and timm costs more than a small
+model's check), each model under its own time limit: a model that crashes its worker or
+stalls is recorded as a failure of its own (``timeout`` for a stall), and the models after it
+go on in a fresh worker. Results are appended to a JSON-lines file as they come, and a rerun
+skips the (model, mode) pairs that file already holds (`--fresh` starts over, `--retry`
+reruns the pairs with the given statuses), so a long sweep can be resumed.
 """
 
 from __future__ import annotations
@@ -14,49 +18,95 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import selectors
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Iterator
 
 from torch_neuronx.testing.model_zoo import report, zoo
 
 _PREFIX = "MODEL_ZOO_RESULT "
 
 
-def _worker(model: str, modes: tuple[str, ...]) -> int:
+def _worker(models: list[str], modes: tuple[str, ...]) -> int:
     from torch_neuronx.testing.model_zoo import train_check
 
-    for outcome in train_check.check(model, zoo.builder(model), modes=modes):
-        print(_PREFIX + json.dumps(outcome.to_json()), flush=True)
+    for model in models:
+        for outcome in train_check.check(model, zoo.builder(model), modes=modes):
+            print(_PREFIX + json.dumps(outcome.to_json()), flush=True)
     return 0
 
 
+def _failed(model: str, modes, status: str, why: str) -> list[dict]:
+    return [{"model": model, "mode": m, "status": status, "detail": why} for m in modes]
+
+
+def run_chunk(models: list[str], modes: tuple[str, ...], timeout: float) -> Iterator[list[dict]]:
+    """Each model's rows, in order, from workers that run `models` one after the other; the
+    model running when a worker crashes or passes `timeout` seconds gets failure rows."""
+    pending = list(models)
+    while pending:
+        cmd = [sys.executable, "-m", "torch_neuronx.testing.model_zoo", "--worker"]
+        cmd += [",".join(pending), "--modes", ",".join(modes)]
+        with tempfile.TemporaryFile("w+") as err:  # a file: a full pipe would block the worker
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
+            sel = selectors.DefaultSelector()
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            rows: list[dict] = []
+            deadline = time.monotonic() + timeout
+            while pending:
+                if not sel.select(timeout=max(deadline - time.monotonic(), 0)):
+                    proc.kill()
+                    proc.wait()
+                    # its own status: on a loaded machine a slow model is not a wrong one
+                    yield _failed(
+                        pending.pop(0), modes, "timeout", f"no result within {timeout:.0f} s"
+                    )
+                    break
+                line = proc.stdout.readline()
+                if not line:  # the worker died
+                    proc.wait()
+                    err.seek(0)
+                    tail = (err.read().strip().splitlines() or [""])[-1][:300]
+                    model = pending.pop(0)
+                    done = {r["mode"] for r in rows}
+                    why = f"crash: worker exited with {proc.returncode}: {tail}"
+                    yield rows + _failed(model, [m for m in modes if m not in done], "fail", why)
+                    break
+                if not line.startswith(_PREFIX):
+                    continue
+                rows.append(json.loads(line[len(_PREFIX) :]))
+                if len(rows) == len(modes):
+                    pending.pop(0)
+                    yield rows
+                    rows = []
+                    deadline = time.monotonic() + timeout
+            else:
+                proc.wait()
+            sel.close()
+            proc.stdout.close()
+
+
 def run_isolated(model: str, modes: tuple[str, ...], timeout: float) -> list[dict]:
-    cmd = [sys.executable, "-m", "torch_neuronx.testing.model_zoo", "--worker", model]
-    cmd += ["--modes", ",".join(modes)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        why = f"timeout: no result within {timeout:.0f} s"
-        return [{"model": model, "mode": m, "status": "fail", "detail": why} for m in modes]
-    rows = [
-        json.loads(line[len(_PREFIX) :])
-        for line in proc.stdout.splitlines()
-        if line.startswith(_PREFIX)
-    ]
-    done = {r["mode"] for r in rows}
-    tail = (proc.stderr.strip().splitlines() or [""])[-1][:300]
-    for m in modes:
-        if m not in done:  # the worker died before reporting this mode
-            why = f"crash: worker exited with {proc.returncode}: {tail}"
-            rows.append({"model": model, "mode": m, "status": "fail", "detail": why})
-    return rows
+    """`model`'s rows, from a worker of its own."""
+    return next(run_chunk([model], modes, timeout))
 
 
-def _done(path: str) -> set[str]:
+def _rows(path: str) -> list[dict]:
     if not os.path.exists(path):
-        return set()
+        return []
     with open(path) as f:
-        return {json.loads(line)["model"] for line in f if line.strip()}
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _done(path: str, retry: set[str]) -> set[tuple[str, str]]:
+    """The (model, mode) pairs `path` already holds, but for those whose last row has a status
+    in `retry`: a rerun with another `--modes` (an eager pass over every model first,
+    compiled after) goes on where the file stops."""
+    last = {(r["model"], r["mode"]): r["status"] for r in _rows(path)}
+    return {pair for pair, status in last.items() if status not in retry}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,36 +115,51 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--suites", default=",".join(zoo.SUITES))
     ap.add_argument("--modes", default="eager,compiled")
     ap.add_argument("--timeout", type=float, default=900.0, help="limit per model (s)")
+    ap.add_argument("--chunk", type=int, default=8, help="models per worker process")
     ap.add_argument("--results", default="/tmp/torch_neuronx_model_zoo.jsonl")
     ap.add_argument("--out", default=os.path.join("docs", "coverage.md"))
     ap.add_argument("--fresh", action="store_true", help="forget earlier results")
+    ap.add_argument("--retry", default="", help="rerun pairs with these statuses (fail,timeout)")
     ap.add_argument("--no-write", action="store_true", help="do not rewrite --out")
+    ap.add_argument("--report-only", action="store_true", help="rewrite --out, run nothing")
+    ap.add_argument("--note", default="", help="what this run covered, for the report")
     ap.add_argument("--worker", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     modes = tuple(m for m in args.modes.split(",") if m)
     if args.worker:
-        return _worker(args.worker, modes)
+        return _worker(args.worker.split(","), modes)
 
     if args.fresh and os.path.exists(args.results):
         os.remove(args.results)
-    unavailable = {s: zoo.available(s) for s in args.suites.split(",") if s}
+    suites = [s for s in args.suites.split(",") if s]
+    unavailable = {s: zoo.available(s) for s in suites}
     if args.models:
         todo = [m for m in args.models.split(",") if m]
     else:
         todo = [m for s, why in unavailable.items() if not why for m in zoo.models(s)]
-    done = _done(args.results)
-    todo = [m for m in todo if m not in done]
-    for i, model in enumerate(todo, 1):
-        rows = run_isolated(model, modes, args.timeout)
-        with open(args.results, "a") as f:
-            for row in rows:
-                f.write(json.dumps(row) + "\n")
-        summary = ", ".join(f"{r['mode']} {r['status']}" for r in rows)
-        print(f"[{i}/{len(todo)}] {model}: {summary}", flush=True)
+    if args.report_only:
+        todo = []
+    done = _done(args.results, set(args.retry.split(",")) - {""})
+    # one worker runs one set of modes: group the models by the modes they still need
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for m in todo:
+        need = tuple(x for x in modes if (m, x) not in done)
+        if need:
+            groups.setdefault(need, []).append(m)
+    count = 0
+    total = sum(len(v) for v in groups.values())
+    for need, models in groups.items():
+        for start in range(0, len(models), max(args.chunk, 1)):
+            for rows in run_chunk(models[start : start + args.chunk], need, args.timeout):
+                with open(args.results, "a") as f:
+                    for row in rows:
+                        f.write(json.dumps(row) + "\n")
+                count += 1
+                summary = ", ".join(f"{r['mode']} {r['status']}" for r in rows)
+                print(f"[{count}/{total}] {rows[0]['model']}: {summary}", flush=True)
     if not args.no_write:
-        with open(args.results) as f:
-            rows = [json.loads(line) for line in f if line.strip()]
-        total = sum(len(zoo.models(s)) for s, why in unavailable.items() if not why)
+        rows = _rows(args.results)
+        totals = {s: len(zoo.models(s)) for s, why in unavailable.items() if not why}
         missing = {s: w for s, w in unavailable.items() if w}
-        report.write(args.out, report.section(rows, missing, total))
+        report.write(args.out, report.section(rows, missing, totals, args.note))
     return 0

@@ -15,6 +15,14 @@ within ``||g - r|| <= RTOL * max(||r||, FLOOR * mean_norm)``, where `mean_norm` 
 gradient norm of the model: the norm-wise form of the benchmarks' cosine/rtol check, with a
 floor so that a parameter whose gradient is nearly zero is not held to a relative bound on
 its rounding noise.
+
+A model that misses these bounds gets a second judgement against a float64 reference (the same
+steps on CPU in float64), as the Dynamo benchmarks' accuracy check does: the device passes when
+each loss and gradient is no further from float64 than `MULTIPLIER` times CPU float32's own
+distance from it, plus `RTOL` / 10 (their ``same(..., fp64_ref=..., multiplier=3.0)``).
+Compiled training of a BatchNorm model with batch 2 needs it: CPU Inductor itself is 1.2e-3
+off CPU eager in timm's test_resnet's second-step gradients, where CPU eager is 3.9e-3 off
+float64 (measured; compiled is closer to float64 than eager is).
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from __future__ import annotations
 import copy
 import inspect
 import math
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -36,6 +45,7 @@ STEPS = 2
 LR = 0.01
 RTOL = 1e-3
 FLOOR = 1e-3
+MULTIPLIER = 3.0
 
 
 @dataclass
@@ -52,9 +62,16 @@ class Outcome:
     graphs: int = 0
     loss_rel: float = 0.0
     grad_rel: float = 0.0
+    seconds: float = 0.0  # wall time of the device side (its compile included)
+    fp64_judged: bool = False  # passed on the float64 reference's judgement (module doc)
+
+    # the device run's losses and gradients, kept for the float64 judgement (not reported)
+    dev: Any = field(default=None, repr=False)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out.pop("dev")
+        return out
 
 
 def _floating_leaves(out) -> list[torch.Tensor]:
@@ -87,7 +104,9 @@ class _Loss:
             key = (tuple(t.shape), i, t.device.type)
             if key not in self._weights:
                 self._weights[key] = _projection(t.shape, i).to(t.device)
-            term = (t.float() * self._weights[key]).mean()
+            # float64 outputs (the float64 reference run) keep their precision
+            dtype = torch.float64 if t.dtype == torch.float64 else torch.float32
+            term = (t.to(dtype) * self._weights[key].to(dtype)).mean()
             total = term if total is None else total + term
         return total
 
@@ -147,6 +166,47 @@ def _compare(ref, dev) -> tuple[str, float, float]:
     return "", loss_rel, grad_rel
 
 
+def _rel_errors(res, base) -> list[list[float]]:
+    """Per step: the loss's and every gradient's norm-wise distance from `base`, relative."""
+    out = []
+    for step, (loss, grads) in enumerate(zip(res[0], res[1])):
+        b_loss, b_grads = base[0][step].double(), base[1][step]
+        errs = [abs(loss.double().item() - b_loss.item()) / max(abs(b_loss.item()), 1e-12)]
+        norms = [t.double().norm().item() for t in b_grads.values()]
+        mean_norm = sum(norms) / max(len(norms), 1)
+        for (name, r), ref_norm in zip(b_grads.items(), norms):
+            err = (grads[name].double() - r.double()).norm().item()
+            errs.append(err / max(ref_norm, FLOOR * mean_norm, 1e-30))
+        out.append(errs)
+    return out
+
+
+def _fp64_verdict(ref, dev, ref64) -> str:
+    """'' when `dev` is within MULTIPLIER x float32 CPU's own distance from float64 (+RTOL/10)
+    at every loss and gradient, else the first one that is not."""
+    if any(set(g) != set(r) for g, r in zip(dev[1], ref64[1])):
+        return "the gradients present differ"
+    for step, (d, r) in enumerate(zip(_rel_errors(dev, ref64), _rel_errors(ref, ref64))):
+        for i, (d_err, r_err) in enumerate(zip(d, r)):
+            if not d_err <= MULTIPLIER * r_err + RTOL / 10:
+                what = "loss" if i == 0 else f"grad {list(ref64[1][step])[i - 1]}"
+                return (
+                    f"step {step} {what}: {d_err:.3g} from float64, CPU float32 {r_err:.3g} "
+                    f"(bound x{MULTIPLIER:g})"
+                )
+    return ""
+
+
+def _train_fp64(fresh, batch, kwargs):
+    """The float64 reference on CPU: None when the model cannot run in float64."""
+    try:
+        model = copy.deepcopy(fresh).double()
+        batch64 = {k: v.double() if v.is_floating_point() else v for k, v in batch.items()}
+        return _train(model, lambda **b: model(**b, **kwargs), batch64)
+    except Exception:  # noqa: BLE001 - no float64 reference: the float32 verdict stands
+        return None
+
+
 def _error(exc: BaseException) -> str:
     """Where a failure comes from: the root cause's type and first message line (a backend
     failure wraps the real error), and the innermost frame that raised it outside torch."""
@@ -158,6 +218,11 @@ def _error(exc: BaseException) -> str:
         root = inner
     msg = [line for line in str(root).strip().splitlines() if line.strip()]
     head = f"{type(root).__name__}: {msg[0] if msg else ''}"[:300]
+    # the backend lists what it could not compile as "  - aten::op: policy ..." lines under
+    # a summary line: the operators are the finding, so they join the summary
+    items = [line.strip()[2:] for line in msg[1:] if line.strip().startswith("- ")]
+    if items:
+        head += " " + "; ".join(items)[:300]
     if root is not exc:
         head = f"{type(exc).__name__} <- {head}"
     frames = traceback.extract_tb(root.__traceback__)
@@ -186,8 +251,21 @@ def check(
     except Exception as exc:  # noqa: BLE001 - any CPU failure takes the model out of the sweep
         return [Outcome(name, mode, "cpu_error", _error(exc)) for mode in modes]
     outcomes = []
+    ref64: list = []  # computed once, when a mode first needs it
     for mode in modes:
-        outcomes.append(_check_mode(name, mode, fresh, batch, kwargs, ref, device))
+        outcome = _check_mode(name, mode, fresh, batch, kwargs, ref, device)
+        if outcome.status == "fail" and outcome.dev is not None:
+            if not ref64:
+                ref64.append(_train_fp64(fresh, batch, kwargs))
+            if ref64[0] is not None:
+                verdict = _fp64_verdict(ref, outcome.dev, ref64[0])
+                if verdict:
+                    outcome.detail += f"; against float64: {verdict}"
+                else:
+                    outcome.status, outcome.fp64_judged = "pass", True
+                    outcome.detail = f"passed against float64; float32 bound: {outcome.detail}"
+        outcome.dev = None
+        outcomes.append(outcome)
     return outcomes
 
 
@@ -197,6 +275,7 @@ def _check_mode(name, mode, fresh, batch, kwargs, ref, device) -> Outcome:
     dynamo_metrics.reset_dynamo_metrics()
     tracking.clear_op_tracking()
     outcome = Outcome(name, mode, "pass")
+    start = time.perf_counter()
     try:
         model = copy.deepcopy(fresh).to(device)
         dev_batch = {k: v.to(device) for k, v in batch.items()}
@@ -204,9 +283,10 @@ def _check_mode(name, mode, fresh, batch, kwargs, ref, device) -> Outcome:
         dev = _train(model, lambda **b: module(**b, **kwargs), dev_batch)
         detail, outcome.loss_rel, outcome.grad_rel = _compare(ref, dev)
         if detail:
-            outcome.status, outcome.detail = "fail", detail
+            outcome.status, outcome.detail, outcome.dev = "fail", detail, dev
     except Exception as exc:  # noqa: BLE001 - a device failure is this model's result
         outcome.status, outcome.detail = "fail", _error(exc)
+    outcome.seconds = round(time.perf_counter() - start, 1)
     outcome.fallbacks = sorted(tracking.get_fallback_ops())
     outcome.graph_breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
     outcome.graphs = len(dynamo_metrics.get_dynamo_metrics())

@@ -1,7 +1,9 @@
 """The zoo's model list: every model as ``suite:name``, and how to build it with its batch.
 
-Suites: ``hf`` (Hugging Face transformers, `hf_models`). timm is not a suite here:
-`NOT_SWEPT` says why (it cannot be imported beside the CPU torch this project pins).
+Suites: ``hf`` (Hugging Face transformers, `hf_models`) and ``timm`` (the smallest variant of
+every timm architecture family, `timm_models`). Both libraries import torchvision (timm always,
+transformers for its image processors), so `torchvision_shim.install()` runs first: without it
+PyPI's CUDA torchvision cannot be imported beside the CPU torch (see that module).
 """
 
 from __future__ import annotations
@@ -10,22 +12,22 @@ from collections.abc import Callable
 
 import torch
 
-SUITES = ("hf",)
+from torch_neuronx.testing import torchvision_shim
 
-# Model libraries the sweep leaves out, with the reason (the report prints it).
-NOT_SWEPT = {
-    "timm": "every timm release imports torchvision, and PyPI's only torchvision for torch "
-    "2.13 (0.28.0, pinning torch==2.13.0) is a CUDA build whose extension links "
-    "libtorch_cuda.so: `import torchvision` fails beside the CPU torch this project pins "
-    '("operator torchvision::nms does not exist"), and a newer torchvision pulls another torch.',
-}
+SUITES = ("hf", "timm")
+
+# Model libraries the sweep leaves out, with the reason (the report prints it). Empty today.
+NOT_SWEPT: dict[str, str] = {}
 
 
 def available(suite: str) -> str:
     """'' when `suite`'s library imports, else why not."""
+    torchvision_shim.install()
     try:
         if suite == "hf":
             import transformers  # noqa: F401
+        elif suite == "timm":
+            import timm  # noqa: F401
         else:
             return f"unknown suite {suite!r}"
     except ImportError as exc:
@@ -39,12 +41,21 @@ def models(suite: str) -> list[str]:
         from torch_neuronx.testing.model_zoo import hf_models
 
         return [f"hf:{t}" for t in hf_models.model_types()]
+    if suite == "timm":
+        from torch_neuronx.testing.model_zoo import timm_models
+
+        return [f"timm:{n}" for n in timm_models.model_names()]
     raise ValueError(f"unknown suite {suite!r}")
 
 
 def builder(model: str) -> Callable[[], tuple[torch.nn.Module, dict[str, torch.Tensor]]]:
     """A function that builds `model` (``suite:name``) seeded on CPU, with its CPU batch."""
     suite, _, name = model.partition(":")
+    torchvision_shim.install()
+    if suite == "timm":
+        from torch_neuronx.testing.model_zoo import timm_models
+
+        return lambda: timm_models.build(name)
     if suite == "hf":
         from torch_neuronx.testing.model_zoo import hf_models
 
