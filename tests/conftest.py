@@ -45,6 +45,17 @@ def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadFileScheduling
 
     class _Scheduling(LoadFileScheduling):
+        def _assign_work_unit(self, node) -> None:
+            # xdist hands units out largest first by number of tests; the directory units and
+            # the own-cache files are the largest by time (measured), so they go first: a
+            # long unit started last would leave the other worker idle at the end.
+            if not getattr(self, "_ordered", False):
+                self._ordered = True
+                for scope in reversed((*_ONE_WORKER_DIRS, *_OWN_CACHE_FILES)):
+                    if scope in self.workqueue:
+                        self.workqueue.move_to_end(scope, last=False)
+            super()._assign_work_unit(node)
+
         def _split_scope(self, nodeid: str) -> str:
             if nodeid.split("::", 1)[0] in _OWN_CACHE_FILES:
                 return super()._split_scope(nodeid)
