@@ -42,11 +42,18 @@ demo: setup
 	$(VENV)/bin/torch-neuronx verify
 	$(PY) examples/train_gpt.py --steps 20
 
+# The suite on TEST_JOBS pytest-xdist workers (README, "Build time": the 2-core CI machine runs
+# it in about half the time, one worker per core); `make test TEST_JOBS=0` runs it in one
+# process. loadfile keeps each file's tests in order on one worker (tests/conftest.py also keeps
+# compile/ and evaluate/ whole, as they share a session's compile cache and evaluate runs).
+TEST_JOBS ?= 2
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) --dist loadfile
+
 test: setup
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PYTEST) tests
 
 test-full: setup
-	TORCH_NEURONX_TEST_FULL=1 $(PY) -m pytest -q -p no:cacheprovider tests
+	TORCH_NEURONX_TEST_FULL=1 $(PYTEST) tests
 
 # Python: ruff's rules and formatting (configured in pyproject.toml); C++: clang-format
 # (.clang-format). Reports only: nothing is rewritten.

@@ -1,8 +1,70 @@
-"""Shared test fixtures. The neuron backend autoloads with `import torch`."""
+"""Shared test fixtures. The neuron backend autoloads with `import torch`.
+
+`make test` runs the suite on two pytest-xdist workers (`-n 2 --dist loadfile`); the hooks
+below keep that run equivalent to a serial one (README, "Build time")."""
+
+import os
 
 import pytest
 
 from torch_neuronx.testing import child
+
+# Directories whose tests share work done once per session: under xdist each is one unit of
+# work, run on one worker in its serial order. compile/ shares one NEFF cache (a graph that one
+# test compiles is a cache hit for the next), evaluate/ shares each `torch-neuronx evaluate`
+# run between its files (evaluate_support.py).
+_ONE_WORKER_DIRS = ("tests/compile/", "tests/evaluate/")
+# ... except these files, which compile only with caches of their own (child processes, or
+# directories they set themselves), so they gain nothing from the session's cache; as units of
+# their own they balance the workers (about a third of compile/'s CPU time, measured).
+_OWN_CACHE_FILES = (
+    "tests/compile/test_cache.py",
+    "tests/compile/test_compile_hardening.py",
+    "tests/compile/test_compiled_memory.py",
+)
+
+
+def pytest_configure(config):
+    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if count:
+        # torch starts one intra-op thread per core in every worker; with a worker per core,
+        # their OpenMP threads would spin against each other. One core's share each.
+        import torch
+
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+        torch.set_num_threads(max(1, (cores or os.cpu_count() or 1) // int(count)))
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist; without it, never called
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` (a file's tests run in order on one worker, its module fixtures set
+    up once), with each directory of _ONE_WORKER_DIRS one unit. xdist's own `loadgroup` marks
+    cannot do this: with pytest 9 its renaming of test ids has no effect."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class _Scheduling(LoadFileScheduling):
+        def _assign_work_unit(self, node) -> None:
+            # xdist hands units out largest first by number of tests; the directory units and
+            # the own-cache files are the largest by time (measured), so they go first: a
+            # long unit started last would leave the other worker idle at the end.
+            if not getattr(self, "_ordered", False):
+                self._ordered = True
+                for scope in reversed((*_ONE_WORKER_DIRS, *_OWN_CACHE_FILES)):
+                    if scope in self.workqueue:
+                        self.workqueue.move_to_end(scope, last=False)
+            super()._assign_work_unit(node)
+
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.split("::", 1)[0] in _OWN_CACHE_FILES:
+                return super()._split_scope(nodeid)
+            for directory in _ONE_WORKER_DIRS:
+                if nodeid.startswith(directory):
+                    return directory
+            return super()._split_scope(nodeid)
+
+    return _Scheduling(config, log)
 
 
 @pytest.fixture

@@ -46,11 +46,20 @@ print("CACHE", get_dynamo_metrics()[-1]["cache"], "REPORTS", len(cache.corruptio
 """
 
 
-def _env(tmp_path, name: str, **extra) -> dict:
-    """A child's environment: its own compile cache, host directory and temp directory."""
+@pytest.fixture(scope="module")
+def host_cache(tmp_path_factory):
+    """One private XDG_CACHE_HOME (the per-host directory of Inductor's precompiled headers)
+    for this file's child processes: every child would otherwise build the same headers again
+    (~5 CPU s each). No scenario here plants anything in it."""
+    return tmp_path_factory.mktemp("xdg")
+
+
+def _env(tmp_path, name: str, xdg, **extra) -> dict:
+    """A child's environment: its own compile cache and temp directory; the host directory
+    ``xdg`` is this file's (``host_cache``)."""
     env = {
         "TORCH_NEURONX_NEFF_CACHE_DIR": str(tmp_path / name / "neff"),
-        "XDG_CACHE_HOME": str(tmp_path / "xdg"),
+        "XDG_CACHE_HOME": str(xdg),
         "TMPDIR": str(tmp_path / "tmp"),
     }
     env.update(extra)
@@ -63,14 +72,14 @@ def _env(tmp_path, name: str, **extra) -> dict:
 
 
 @pytest.mark.skipif(not ROOT, reason="planting files as another user needs root (chown)")
-def test_header_planted_by_another_user_never_runs(tmp_path):
+def test_header_planted_by_another_user_never_runs(tmp_path, host_cache):
     # a first compile shows which precompiled header Inductor builds (its name is a hash of
     # the header, the compiler and its flags, not of the directory)
-    child.run_ok(COMPILE, _env(tmp_path, "first"))
+    child.run_ok(COMPILE, _env(tmp_path, "first", host_cache))
     names = {
         os.path.basename(p)
         for pattern in (
-            tmp_path / "xdg" / "torch_neuronx" / "inductor-*" / "precompiled_headers" / "*.h",
+            host_cache / "torch_neuronx" / "inductor-*" / "precompiled_headers" / "*.h",
             tmp_path / "tmp" / "torchinductor_*" / "precompiled_headers" / "*.h",
         )
         for p in glob.glob(str(pattern))
@@ -94,7 +103,7 @@ def test_header_planted_by_another_user_never_runs(tmp_path):
         os.chown(p, OTHER_UID, OTHER_UID)
         os.chmod(p, 0o777)
     # a fresh compile cache: the kernels are compiled (and include the header) again
-    out = child.run_ok(COMPILE, _env(tmp_path, "second"))
+    out = child.run_ok(COMPILE, _env(tmp_path, "second", host_cache))
     assert "CACHE miss" in out, out
     assert not marker.exists(), "code planted in another user's Inductor directory ran"
 
@@ -135,7 +144,7 @@ class _Planted:
 
 
 @pytest.mark.skipif(not ROOT, reason="planting files as another user needs root (chown)")
-def test_profile_pickle_planted_by_another_user_never_runs(tmp_path):
+def test_profile_pickle_planted_by_another_user_never_runs(tmp_path, host_cache):
     """With ``torch.compiler.config.job_id`` set, Dynamo unpickles its profile-guided state
     from ``<Inductor cache dir>/dynamo/code_state_<key>.pkl`` before the backend runs. A
     pickle planted there (the victim's default Inductor directory, owned and writable by
@@ -151,7 +160,7 @@ def test_profile_pickle_planted_by_another_user_never_runs(tmp_path):
         os.chown(p, OTHER_UID, OTHER_UID)
         os.chmod(p, 0o777)
     # Dynamo's default directory (TMPDIR's torchinductor_<user>), explicitly
-    env = _env(tmp_path, "pgo", TORCHINDUCTOR_CACHE_DIR=str(inductor))
+    env = _env(tmp_path, "pgo", host_cache, TORCHINDUCTOR_CACHE_DIR=str(inductor))
     out = child.run_ok(PGO_COMPILE, env)
     assert f"DYNAMO_PATH {planted}" in out, out  # the pickle lies where Dynamo reads
     assert not marker.exists(), "a pickle planted in another user's Inductor directory ran"
@@ -231,8 +240,8 @@ def test_inductor_directories_point_into_checked_ones(tmp_path, monkeypatch):
 # ------------------------------------------------------------------ 2. damaged kernels
 
 
-def test_truncated_kernel_without_manifest_is_rebuilt(tmp_path):
-    env = _env(tmp_path, "warm")
+def test_truncated_kernel_without_manifest_is_rebuilt(tmp_path, host_cache):
+    env = _env(tmp_path, "warm", host_cache)
     child.run_ok(COMPILE, env)
     base = env["TORCH_NEURONX_NEFF_CACHE_DIR"]
     kernels = glob.glob(os.path.join(base, "compile-*", "inductor", "**", "*.so"), recursive=True)
