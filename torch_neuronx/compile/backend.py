@@ -737,7 +737,7 @@ def _rewrite_arg(a):
 
 def _lower_to_host(gm: torch.fx.GraphModule, example_inputs) -> _Lowered:
     """Rewrite an ATen graph over neuron tensors into the same graph over host tensors."""
-    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+    from .host_prop import HostFakeTensorProp
 
     fake_mode = torch._guards.detect_fake_mode(example_inputs)
     if fake_mode is None:
@@ -780,5 +780,5 @@ def _lower_to_host(gm: torch.fx.GraphModule, example_inputs) -> _Lowered:
                 host_inputs.append(h)
             else:
                 host_inputs.append(x)
-    FakeTensorProp(gm, mode=fake_mode).propagate_dont_convert_inputs(*host_inputs)
+    HostFakeTensorProp(gm, mode=fake_mode).propagate_dont_convert_inputs(*host_inputs)
     return _Lowered(gm, host_inputs, fake_mode, device_inputs, device_outputs)

@@ -18,17 +18,6 @@ EXCLUDED: dict[str, str] = {}
 
 # ("suite:name", mode) -> the reason (the open issue's error).
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    # issue 26: the backward graph holds aten.view of a permuted tensor whose strides (from
-    # the saved LayerNorm statistics' size-1-dimension strides, (4, 1, 2, 2)) make it
-    # unviewable when the backend re-propagates it on host fake tensors (compile/backend.py,
-    # _lower_to_host); eager and CPU Inductor pass. Not yet fixed.
-    ("timm:test_convnext", "compiled"): "ValueError: Cannot view a tensor with shape "
-    "torch.Size([2, 2, 2, 48]) and strides (192, 48, 96, 1) as a tensor with shape (8, 48)! "
-    "[at compile/backend.py, _lower_to_host: FakeTensorProp of the backward graph]",
-    # the same error and block shape (channels_last, NHWC LayerNorm and Linear MLP)
-    ("timm:test_mambaout", "compiled"): "ValueError: Cannot view a tensor with shape "
-    "torch.Size([2, 2, 2, 48]) and strides (192, 48, 96, 1) as a tensor with shape (8, 48)! "
-    "[at compile/backend.py, _lower_to_host]",
     # Not the device: CPU Inductor (torch.compile on CPU) gives bit for bit the same losses and
     # gradients as the neuron backend. Batch 2 at 32 px leaves BatchNorm two values per
     # channel at the 1x1 stages, so float32 rounding is amplified (CPU eager's own step-1
