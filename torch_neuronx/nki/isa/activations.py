@@ -92,9 +92,8 @@ def activation(
             and same_float(dst, data)
         ):
             write(dst, op.act(data.tensor.reshape(dst.shape)))
-            accumulate_registers(ex, "act_regs", data.partitions, cmd, None, rr, torch.add, 0.0)
-            return
-        if mask is None and _in_place_ok(dst, data) and op.act in _ACT_OUT:
+            y = None
+        elif mask is None and _in_place_ok(dst, data) and op.act in _ACT_OUT:
             # fp32 dst apart from data: scale, bias and function straight into dst's memory
             # (no tile-sized temporaries: each would be a fresh allocation, i.e. page faults)
             if dst.storage.pending is not None and dst.covers_storage():
@@ -106,25 +105,15 @@ def activation(
             if bi is not None:
                 x = torch.add(x, bi, out=out)
             y = op.act(x, out=out)
-            accumulate_registers(
-                ex,
-                "act_regs",
-                data.partitions,
-                cmd,
-                y if reduce_op is not None else None,
-                rr,
-                torch.add,
-                0.0,
-            )
-            return
-        m = mask_of(mask, dst)
-        x = f32(data, m).reshape(dst.shape)
-        if not (isinstance(sc, float) and sc == 1.0):
-            x = x * sc
-        if bi is not None:
-            x = x + bi
-        y = op.act(x)
-        write(dst, y, m)
+        else:
+            m = mask_of(mask, dst)
+            x = f32(data, m).reshape(dst.shape)
+            if not (isinstance(sc, float) and sc == 1.0):
+                x = x * sc
+            if bi is not None:
+                x = x + bi
+            y = op.act(x)
+            write(dst, y, m)
         accumulate_registers(
             ex,
             "act_regs",
