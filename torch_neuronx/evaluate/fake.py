@@ -277,7 +277,8 @@ class FakeStepRecorder(TorchDispatchMode):
             self.stop_at_next_step
             and not self.ended
             and not perf_report._is_view_op(full)
-            and any(isinstance(a, torch.Tensor) and a.device.type == "neuron" for a in args)
+            # list arguments count: a fused/foreach optimizer op can be the next step's first
+            and any(t.device.type == "neuron" for t in wk.tensors_in(args))
         ):
             self.stop_pending = True  # the next step's first device op: one step traced
         out = func(*args, **kwargs)

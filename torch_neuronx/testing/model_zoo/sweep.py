@@ -116,7 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--modes", default="eager,compiled")
     ap.add_argument("--timeout", type=float, default=900.0, help="limit per model (s)")
     ap.add_argument("--chunk", type=int, default=8, help="models per worker process")
-    ap.add_argument("--results", default="/tmp/torch_neuronx_model_zoo.jsonl")
+    # kept in the repository: a sweep takes longer than a session on the 2-core machine, so
+    # the next one goes on from what the last one recorded (and the table is rebuilt from it)
+    ap.add_argument("--results", default=os.path.join("docs", "model-zoo-results.jsonl"))
     ap.add_argument("--out", default=os.path.join("docs", "coverage.md"))
     ap.add_argument("--fresh", action="store_true", help="forget earlier results")
     ap.add_argument("--retry", default="", help="rerun pairs with these statuses (fail,timeout)")
