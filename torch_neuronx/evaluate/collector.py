@@ -170,7 +170,11 @@ class Collector:
         self.devices_seen: set = set()
         # the step boundaries, loss and gradient norm (steps.py, the one step tracker)
         self.tracker = StepTracker(
-            count="device", steps_limit=steps_limit, quiet=self.internal, on_step=self._step_ended
+            count="device",
+            steps_limit=steps_limit,
+            quiet=self.internal,
+            on_step=self._step_ended,
+            manual="detect",
         )
         self.optimizer_sites = weakref.WeakKeyDictionary()  # optimizer -> where it was built
         self.compile_failures: list = []  # the neuron backend's failures (also swallowed ones)

@@ -54,15 +54,20 @@ def _passthrough_compile(model=None, **kwargs):
     return (lambda m: m) if model is None else model
 
 
-def run_child(device: str | None, script: str, args: list, ordinals, explicit, steps) -> dict:
+def run_child(
+    device: str | None, script: str, args: list, ordinals, explicit, steps, manual=False
+) -> dict:
     """Runs ``script`` in this process with ``neuron`` mapped to ``device`` (None: kept) and
     ``torch.compile`` as a no-op; returns what the child reports. Steps, loss and gradient
     norm come from the one step tracker (steps.py), counting the optimizers the instrumented
-    run counted (their first-step ordinals), through the one runner (runner.py)."""
+    run counted (their first-step ordinals), or its by-hand parameter updates (``manual``),
+    through the one runner (runner.py)."""
     from . import runner
     from .steps import StepTracker
 
-    tracker = StepTracker(count=set(ordinals), explicit=explicit, steps_limit=steps)
+    tracker = StepTracker(
+        count=set(ordinals), explicit=explicit, steps_limit=steps, manual=bool(manual)
+    )
     out = {"device": device or "neuron", "status": "ok", "error": None}
     scope = contextlib.ExitStack()
     scope.enter_context(
@@ -99,6 +104,9 @@ def main(argv=None) -> int:
         "--ordinals", default="0", help="optimizers whose steps count (first-step order)"
     )
     p.add_argument("--explicit", action="store_true", help="steps are evaluate.step() calls")
+    p.add_argument(
+        "--manual", action="store_true", help="steps are by-hand parameter updates (steps.py)"
+    )
     p.add_argument("--steps", type=int)
     p.add_argument("--out", required=True)
     p.add_argument("script")
@@ -108,7 +116,7 @@ def main(argv=None) -> int:
     from .isolate import prepare_imports
 
     prepare_imports()  # the re-run imports what the script imports (timm, transformers)
-    res = run_child(a.device, a.script, a.args, ordinals, a.explicit, a.steps)
+    res = run_child(a.device, a.script, a.args, ordinals, a.explicit, a.steps, a.manual)
     with open(a.out, "w") as f:
         json.dump(res, f)
     return 0
@@ -144,6 +152,8 @@ def _child(name, device, ev, script, args, steps, out_dir) -> dict:
         cmd += ["--device", device]
     if c.explicit:
         cmd.append("--explicit")
+    if c.tracker.manual:
+        cmd.append("--manual")
     if steps is not None:
         cmd += ["--steps", str(steps)]
     os.makedirs(out_dir, exist_ok=True)

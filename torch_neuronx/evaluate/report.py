@@ -63,6 +63,7 @@ def measured(
     rep["numerics"] = build.numerics(c, runs, ev.tolerances, numerics_note)
     rep["memory"] = build.memory(c, static, ev.profiles)
     parameters = sum(p.numel() for o in c.optimizers for g in o.param_groups for p in g["params"])
+    parameters = parameters or sum(p.numel() for p in c.tracker.manual_params)  # by-hand updates
     rep["projection"] = build.projection(
         c, ev.profiles, ev.work, findings.withheld(rep), parameters or None
     )

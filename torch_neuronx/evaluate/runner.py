@@ -73,7 +73,9 @@ def run(script: str, args: list, tracker: StepTracker) -> Outcome:
 
     def backward(self, *a, **k):  # the step's loss (see the module doc)
         tracker.saw_backward(self)
-        return real_backward(self, *a, **k)
+        result = real_backward(self, *a, **k)
+        tracker.after_backward(self)  # by-hand updates are found from here (steps.py)
+        return result
 
     started_here = not tracker.started
     try:
