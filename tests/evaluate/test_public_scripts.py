@@ -15,6 +15,7 @@ train.py runs eagerly at a tiny size."""
 from __future__ import annotations
 
 import os
+import pickle
 import random
 import shutil
 import sys
@@ -187,7 +188,8 @@ def test_chargpt_trains_and_matches_cpu(run_eval, chargpt_dir):
 
 def test_chargpt_on_its_default_device_is_blocking(run_eval, chargpt_dir):
     """Left at ``trainer.device='auto'``, minGPT picks 'cpu' (torch.cuda.is_available() is
-    False): nothing runs on neuron, and the report says so rather than projecting."""
+    False): nothing runs on neuron; the report says so at the line that chose the CPU, and
+    projects nothing."""
     r = run_eval(
         "pub_chargpt_auto", str(CHARGPT), *CHARGPT_ARGS, env=_mingpt_env(), cwd=chargpt_dir
     )
@@ -196,6 +198,13 @@ def test_chargpt_on_its_default_device_is_blocking(run_eval, chargpt_dir):
     assert "running on device cpu" in r.stdout and rep["touched_neuron"] is False
     assert rep["verdict"]["will_it_run"]["answer"] == "no"
     assert rep["projection"]["withheld"].startswith("withheld:")
+    # the line to fix: where the Trainer found no CUDA and chose the CPU
+    trainer = MINGPT / "mingpt" / "trainer.py"
+    chooses = line_of(trainer, "'cuda' if torch.cuda.is_available() else 'cpu'")
+    site = f"{trainer}:{chooses}"
+    (item,) = [i for i in rep["readiness"] if "never used the neuron device" in i["item"]]
+    assert item["status"] == "fail" and item["site"].startswith(site), item
+    assert any(site in x for x in rep["verdict"]["will_it_run"]["items"])
 
 
 # -- karpathy/nanoGPT train.py, eagerly at a tiny size ---------------------------------------
@@ -207,6 +216,8 @@ def nano_tiny(tmp_path_factory):
     for f in ("train.py", "model.py", "configurator.py"):
         shutil.copy(SCRIPTS / "nanogpt" / f, root / f)
     (root / "data" / "tiny").mkdir(parents=True)
+    with open(root / "data" / "tiny" / "meta.pkl", "wb") as f:  # train.py reads the vocab here
+        pickle.dump({"vocab_size": 64}, f)
     rng = np.random.default_rng(0)
     for split in ("train", "val"):
         rng.integers(0, 64, 4000, dtype=np.uint16).tofile(root / "data" / "tiny" / f"{split}.bin")

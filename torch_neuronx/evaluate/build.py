@@ -516,13 +516,22 @@ def readiness(rep: dict) -> list:
         rep.get(k) or {} for k in ("placement", "host_sync", "compilation", "numerics", "memory")
     )
     if not rep.get("touched_neuron", True):
-        items.append(
-            {
+        checks = rep.get("cuda_checks") or []
+        item = {
+            "status": "fail",
+            "item": "The workload never used the neuron device: move the model and "
+            "inputs with .to('neuron').",
+        }
+        if checks:  # the script chose its device where CUDA was found missing
+            item = {
                 "status": "fail",
-                "item": "The workload never used the neuron device: move the model and "
-                "inputs with .to('neuron').",
+                "item": f"The workload never used the neuron device: torch.cuda.is_available() "
+                f"returned False at {checks[0]} (there is no CUDA on Trainium), and the script "
+                "chose another device there: choose 'neuron' at that line "
+                "(torch.neuron.is_available()) or pass the device the script takes",
+                "site": checks[0],
             }
-        )
+        items.append(item)
     if pl.get("fallback_calls"):
         top = pl["fallback_ops"][0]
         site = f" at {top['sites'][0]['site']}" if top["sites"] else ""

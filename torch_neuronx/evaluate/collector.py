@@ -179,6 +179,10 @@ class Collector:
         self.optimizer_sites = weakref.WeakKeyDictionary()  # optimizer -> where it was built
         self.compile_failures: list = []  # the neuron backend's failures (also swallowed ones)
         self.touched_neuron = False
+        # where torch.cuda.is_available() said False: a GPU script picks its device there
+        # (minGPT's Trainer: 'cuda' if available else 'cpu'), the line to fix when the
+        # workload never reaches neuron
+        self.cuda_checks: collections.Counter = collections.Counter()
         self._internal = 0
         self._events_since_sample = 0
         self._t0 = time.perf_counter()
@@ -205,6 +209,7 @@ class Collector:
         perf_hook.add_op_observer(self._on_op_cb)
         self.tracker.start()
         self._watch_optimizer_construction()
+        self._watch_cuda_checks()
         host_reads.watch(self._on_host_read)
         self._watch_unsupported()
         self._watch_autocast()
@@ -277,6 +282,30 @@ class Collector:
                 "__init__",
                 __init__,
                 reason="torch_neuronx.evaluate: the line that built each optimizer, for the report",
+            )
+        )
+
+    def _watch_cuda_checks(self) -> None:
+        """The user's lines where ``torch.cuda.is_available()`` returned False (observed: the
+        value returned is the real one)."""
+        real = torch.cuda.is_available
+        coll = self
+
+        def is_available() -> bool:
+            ok = real()
+            if not ok and coll._active and not coll._internal:
+                site = user_site(2)
+                if site != "<no user frame>":
+                    coll.cuda_checks[site] += 1
+            return ok
+
+        self._patches.enter_context(
+            patches.scoped(
+                torch.cuda,
+                "is_available",
+                is_available,
+                reason="torch_neuronx.evaluate: where a GPU script's device check said no CUDA "
+                "(the line to fix when nothing ran on neuron)",
             )
         )
 

@@ -55,6 +55,7 @@ def measured(
             "the workload never touched the neuron device: no op ran on it. Move the model and its "
             "inputs to the device (model.to('neuron'), x.to('neuron')) and run again."
         )
+        rep["cuda_checks"] = [site for site, _ in c.cuda_checks.most_common()]
     rep["compile_failures"] = findings.compile_failures(getattr(c, "wall_start", 0.0))
     rep["blocking"] = findings.blocking(rep, c)
     rep["placement"] = build.placement(c)
