@@ -232,3 +232,22 @@ def test_nanogpt_train_py_eager_tiny(run_eval, nano_tiny):
     # nanoGPT's loop breaks when iter_num > max_iters: iterations 0..3, four AdamW steps
     rep = _trained(r, 4)
     assert rep["numerics"]["verdict"] == "pass", rep["numerics"]
+
+
+# -- by-hand updates (the word_language_model kind), small -----------------------------------
+
+
+def test_updates_by_hand_with_accumulation_count_one_step_per_update(run_eval):
+    r = run_eval("updates_by_hand", "--reference", "cpu", "updates_by_hand.py")
+    rep = _trained(r, 3)  # two backward() calls per update: three steps, not six
+    assert rep["numerics"]["verdict"] == "pass", rep["numerics"]
+    # the gradient norm of a by-hand step: the accumulated gradient, when its backward ended
+    assert all(s["grad_norm"] and s["grad_norm"] > 0 for s in rep["steps"] if not s["partial"])
+
+
+def test_backward_without_any_update_is_blocking(run_eval):
+    r = run_eval("backward_only", "backward_only.py")
+    assert r.rc == 0, r.explain()
+    rep = r.report
+    assert rep["steps_completed"] == 0 and rep["verdict"]["will_it_run"]["answer"] == "no"
+    assert "no parameter changed after a backward()" in rep["blocking"][0]["item"]

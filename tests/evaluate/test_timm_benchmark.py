@@ -49,6 +49,40 @@ def test_train_benchmark_runs_on_neuron_and_counts_its_steps(run_eval):
     assert rep["placement"]["fallback_calls"] == 0
 
 
+def test_train_benchmark_against_cpu_is_not_compared_not_failed(run_eval):
+    """benchmark.py seeds nothing: the CPU re-run builds other weights and inputs, so its
+    first loss differs before any update. That is "not compared" with the advice to seed,
+    never a numerics failure (issue 25, item 3)."""
+    r = run_eval(
+        "timm_reference",
+        "--reference",
+        "cpu",
+        "timm/benchmark.py",
+        "--bench",
+        "train",
+        "--device",
+        "neuron",
+        "--model",
+        "test_resnet",
+        "-b",
+        "2",
+        "--img-size",
+        "64",
+        "--num-warm-iter",
+        "1",
+        "--num-bench-iter",
+        "5",
+    )
+    assert r.rc == 0, r.explain()
+    rep = r.report
+    assert rep["steps_completed"] == 6 and rep["verdict"]["will_it_run"]["answer"] == "yes"
+    nu = rep["numerics"]
+    assert nu["verdict"] == "not compared", nu
+    assert "the reference run's inputs differ" in nu["verdict_reason"]
+    match = rep["verdict"]["does_it_match"]
+    assert match["answer"] == "not compared" and "seed" in match["detail"]
+
+
 def _meta_flops(shape) -> float:
     """Convolution and matmul FLOPs of one ResNet-50 training step (forward and backward) by
     PyTorch's flop counter on the meta device: an independent count of the same model."""

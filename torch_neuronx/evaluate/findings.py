@@ -87,8 +87,9 @@ def blocking(rep: dict, c) -> list:
         elif rep.get("steps_completed", 0) == 0 and rep.get("status") == "ok":
             items.append(
                 _fail(
-                    "No step was counted: no optimizer over neuron parameters stepped and the "
-                    "script never called torch_neuronx.evaluate.step(); nothing was trained",
+                    "No step was counted: no optimizer over neuron parameters stepped, no "
+                    "parameter changed after a backward(), and the script never called "
+                    "torch_neuronx.evaluate.step(); nothing was trained",
                     None,
                 )
             )
