@@ -69,3 +69,27 @@ def test_heldout_verdict_is_reported_as_it_is(summary):
     assert "**not met**" in validation.never_fitted_markdown()
     worst = summary[("held-out", "training")]["worst"]
     assert abs(math.log(worst)) > math.log(2.0)
+
+
+def test_post_hoc_exclusions_are_stated_with_every_range_of_their_kind():
+    from torch_neuronx.evaluate import likely
+    from torch_neuronx.perf import ranges
+
+    # (a): every prefill range names the transformers-neuronx long-prompt rows it leaves out
+    assert "transformers-neuronx" in ranges.describe(0.5, "prefill")
+    assert "transformers-neuronx" in likely.label("prefill")
+    assert "transformers-neuronx" in ranges.note("prefill", "trn1")
+    # (b): Trn2 and Trn3 collective ranges name the excluded --show-algorithm series; Trn1's,
+    # which has no such exclusion, and the other kinds carry no limit
+    for gen in ("trn2", "trn3"):
+        assert "--show-algorithm" in ranges.note("collective", gen)
+    assert "--show-algorithm" in likely.label("collective", ["trn1", "trn2"])
+    assert ranges.scope("collective", "trn1") == ""
+    assert ranges.scope("decode") == "" and ranges.scope("training") == ""
+    # the limits name only rows that really are out of the sets: the excluded prefill rows are
+    # the >= 4k transformers-neuronx ones, the excluded collectives the --show-algorithm series
+    exc = workload_data.EXCLUDED
+    assert exc and all(r.kind == "prefill" and r.tokens >= 4096 for r in exc)
+    assert all("transformers-neuronx" in r.setup for r in exc)
+    shown = [r for r, _why in collective_data.EXCLUDED if "--show-algorithm" in r.series]
+    assert shown and all(r.gen == "trn2" for r in shown)
