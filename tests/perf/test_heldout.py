@@ -93,3 +93,39 @@ def test_post_hoc_exclusions_are_stated_with_every_range_of_their_kind():
     assert all("transformers-neuronx" in r.setup for r in exc)
     shown = [r for r, _why in collective_data.EXCLUDED if "--show-algorithm" in r.series]
     assert shown and all(r.gen == "trn2" for r in shown)
+
+
+# --- the rows costed after the fit (issue 23 step 3): int8 weights, batched TTFT, NeMo -----------
+def test_int8_weights_halve_the_weight_bytes_of_each_matmul_only():
+    from torch_neuronx.perf import workloads
+    from torch_neuronx.runtime.engines import Engine
+
+    m = workloads.MODELS["Llama-3-8B"]
+    plan = workloads.trace_layer(m, 32, 1, train=False, cache_len=1024)
+    q = workloads.int8_weights(plan)
+    for a, b in zip(plan.works, q.works):
+        if a.engine == Engine.tensor and a.mm_dims:
+            ((_, mm, k, n),) = a.mm_dims
+            assert a.bytes - b.bytes == k * n  # two bytes per weight element become one
+        else:
+            assert a.bytes == b.bytes  # attention (KV cache), norms: unchanged
+    assert sum(w.bytes for w in q.works) < sum(w.bytes for w in plan.works)
+
+
+def test_uncosted_rows_are_now_validation_or_excluded_by_the_same_rule():
+    rows = workload_data.ROWS
+    int8 = [r for r in rows if r.weight_bytes == 1]
+    assert len(int8) == 12 and all(r.model == "Llama-3-8B" for r in int8)
+    batched = [r for r in rows if r.kind == "prefill" and r.batch > 1]
+    assert len(batched) == 15 + 3
+    nemo = [r for r in rows if r.kind == "training" and "NeMo" in r.setup]
+    assert {r.split for r in nemo if r.model.startswith("Llama")} == {"validation"}
+    # the NeMo Llama-2 rows: TP x DP x PP is every core of the 32 instances
+    for r in nemo:
+        t = r.training
+        assert t.tp * t.dp * t.pp == 32 * 32 == t.nodes * 32
+    # a prefill costed after the fit is excluded exactly when the batch-1 rule says so
+    for r in int8 + batched:
+        if r.kind == "prefill":
+            assert (r.split == "excluded") == (r.tokens >= 4096), r
+            assert r.split != "calibration"

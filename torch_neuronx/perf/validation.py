@@ -228,7 +228,7 @@ def _stats(q) -> dict:
 def never_fitted_summary(pairs=None) -> dict:
     """{(set, kind): stats} of modeled / published speed on the rows the fit never saw, per kind
     of work (training, decode, prefill, collectives): the held-out set alone (collected after the
-    fit and the exclusions), and validation + held-out together."""
+    fit and the exclusions), the validation set, and both together."""
     from . import collective_data
     from . import collective_validation as cv
 
@@ -238,15 +238,15 @@ def never_fitted_summary(pairs=None) -> dict:
         if r.split in ("validation", workload_data.HELD_OUT):
             q = workloads.speed_ratio(r, v)
             sets.setdefault(("validation + held-out", r.kind), []).append(q)
-            if r.split == workload_data.HELD_OUT:
-                sets.setdefault(("held-out", r.kind), []).append(q)
+            sets.setdefault((r.split, r.kind), []).append(q)
     held = [cv.speed_ratio(r) for r in collective_data.HELDOUT]
+    val = [cv.speed_ratio(r) for r in collective_data.VALIDATION]
     sets[("held-out", "collectives")] = held
-    sets[("validation + held-out", "collectives")] = held + [
-        cv.speed_ratio(r) for r in collective_data.VALIDATION
-    ]
+    sets[("validation", "collectives")] = val
+    sets[("validation + held-out", "collectives")] = held + val
     order = ("training", "decode", "prefill", "collectives")
-    keys = sorted(sets, key=lambda k: (k[0] != "held-out", order.index(k[1])))
+    first = ("held-out", "validation", "validation + held-out")
+    keys = sorted(sets, key=lambda k: (first.index(k[0]), order.index(k[1])))
     return {k: _stats(sets[k]) for k in keys}
 
 
