@@ -105,3 +105,16 @@ def test_docs_table_is_the_generated_one(rows, pairs):
         assert line in text, (
             f"docs/perf-model.md is stale; regenerate with python -m torch_neuronx.perf.validation --write docs/perf-model.md:\n{line}"
         )
+
+
+def test_docs_are_exactly_what_the_one_command_writes(tmp_path):
+    # `python -m torch_neuronx.perf.validation --write docs/perf-model.md` on a copy of the doc
+    # changes nothing: every generated block (hardware, sources, kernels, workloads,
+    # collectives, never-fitted) is current, and nothing outside the blocks is touched
+    copy = tmp_path / "perf-model.md"
+    copy.write_text(DOC.read_text())
+    validation.write_docs(copy)
+    assert copy.read_text() == DOC.read_text(), (
+        "docs/perf-model.md is stale; run python -m torch_neuronx.perf.validation --write "
+        "docs/perf-model.md"
+    )
