@@ -19,8 +19,13 @@ COSTS = ("usd_per_1000_steps", "usd_per_million_tokens", "usd_per_1000_samples")
 RATES = ("samples_per_s", "tokens_per_s")
 
 
-def label(kind: str) -> str:
-    return f"modeled; likely range from the validation errors of {kind} work"
+def label(kind: str, generations=("trn2",)) -> str:
+    """The range's label, with the scope limits of ``kind`` on those generations
+    (``ranges.SCOPE``: published runs of the kind the range does not cover)."""
+    limits = dict.fromkeys(x for g in generations if (x := ranges.scope(kind, g)))
+    return f"modeled; likely range from the validation errors of {kind} work" + "".join(
+        f"; {x}" for x in limits
+    )
 
 
 def factors(kind: str, generation: str) -> tuple:
@@ -46,7 +51,7 @@ def add(section: dict, kind: str) -> None:
             rec["likely"] = row["likely"][rec["metric"]]
     section["range"] = {
         "kind": kind,
-        "label": label(kind),
+        "label": label(kind, sorted(gens) or ("trn2",)),
         "factors": {g: list(f) for g, f in sorted(gens.items())},
         "backing": {g: ranges.backing(kind, g) for g in sorted(gens)}
         if kind == "collective"

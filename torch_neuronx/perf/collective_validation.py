@@ -95,5 +95,8 @@ def both_markdown() -> str:
         + f"\n\nValidation set (never fitted; source: {data.URL}):\n\n"
         + markdown(data.VALIDATION)
         + "\n\nExcluded (published, but inconsistent with the other runs; neither fitted nor "
-        "validated):\n\n" + excluded_markdown()
+        "validated):\n\n"
+        + excluded_markdown()
+        + "\n\nHeld-out set (collected 2026-12-02, after the fit and the exclusions; costed "
+        f"with the constants frozen; source: {data.URL}):\n\n" + markdown(data.HELDOUT, "held-out")
     )

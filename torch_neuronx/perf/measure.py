@@ -128,7 +128,7 @@ class Measurement:
             "device_time_s": time_s,
             "likely_range_s": (lo, hi),
             "range_kind": kind,
-            "range_note": f"modeled; range from the validation errors of {kind} work",
+            "range_note": ranges.note(kind, tgt.core.generation),
             "overlap": ov,
             "devices": per,
             "busy_s": busy,

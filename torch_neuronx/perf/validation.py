@@ -209,6 +209,63 @@ def workload_markdown(pairs=None) -> str:
     return "\n".join(out)
 
 
+#: the issue's criterion on rows the fit never saw: geometric mean of modeled / published speed
+#: within this band per kind of work, and no single row off by more than ``WORST`` either way
+CRITERION = (0.8, 1.25)
+WORST = 2.0
+
+
+def _stats(q) -> dict:
+    return {
+        "n": len(q),
+        "geomean": _geomean(q),
+        "worst": max(q, key=lambda x: abs(math.log(x))),
+        "lo": min(q),
+        "hi": max(q),
+    }
+
+
+def never_fitted_summary(pairs=None) -> dict:
+    """{(set, kind): stats} of modeled / published speed on the rows the fit never saw, per kind
+    of work (training, decode, prefill, collectives): the held-out set alone (collected after the
+    fit and the exclusions), the validation set, and both together."""
+    from . import collective_data
+    from . import collective_validation as cv
+
+    pairs = workload_rows() if pairs is None else pairs
+    sets: dict = {}
+    for r, v in pairs:
+        if r.split in ("validation", workload_data.HELD_OUT):
+            q = workloads.speed_ratio(r, v)
+            sets.setdefault(("validation + held-out", r.kind), []).append(q)
+            sets.setdefault((r.split, r.kind), []).append(q)
+    held = [cv.speed_ratio(r) for r in collective_data.HELDOUT]
+    val = [cv.speed_ratio(r) for r in collective_data.VALIDATION]
+    sets[("held-out", "collectives")] = held
+    sets[("validation", "collectives")] = val
+    sets[("validation + held-out", "collectives")] = held + val
+    order = ("training", "decode", "prefill", "collectives")
+    first = ("held-out", "validation", "validation + held-out")
+    keys = sorted(sets, key=lambda k: (first.index(k[0]), order.index(k[1])))
+    return {k: _stats(sets[k]) for k in keys}
+
+
+def never_fitted_markdown(pairs=None) -> str:
+    lo, hi = CRITERION
+    out = [
+        "| set | kind of work | rows | geomean speed ratio | worst row | range | "
+        f"criterion (geomean in [{lo}, {hi}], no row off by > {WORST:g}x) |",
+        "|---|---|---:|---:|---:|---|---|",
+    ]
+    for (name, kind), s in never_fitted_summary(pairs).items():
+        met = lo <= s["geomean"] <= hi and 1 / WORST <= s["lo"] and s["hi"] <= WORST
+        out.append(
+            f"| {name} | {kind} | {s['n']} | {s['geomean']:.2f} | {s['worst']:.2f} | "
+            f"{s['lo']:.2f}-{s['hi']:.2f} | {'met' if met else '**not met**'} |"
+        )
+    return "\n".join(out)
+
+
 def markdown(rows: list | None = None) -> str:
     rows = all_rows() if rows is None else rows
     out = [
@@ -331,6 +388,7 @@ def _blocks() -> dict:
         "kernels": lambda: markdown(),
         "workloads": lambda: workload_markdown(),
         "collectives": lambda: both_markdown(),
+        "never-fitted": lambda: never_fitted_markdown(),
     }
 
 

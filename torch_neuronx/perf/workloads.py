@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from torch_neuronx.runtime import hardware as hw
+from torch_neuronx.runtime.engines import Engine
 
 from . import estimate, graph, overlap, params
 from .collectives import collective_cost
@@ -26,22 +27,29 @@ from .target import Target, for_instance
 
 @dataclasses.dataclass(frozen=True)
 class Llama:
+    """A decoder-only transformer's shape. Defaults are Llama's; ``hd`` sets a head dimension
+    other than hidden / heads (Qwen3), ``gated=False`` is GPT's two-matrix GELU feed-forward
+    instead of SwiGLU's three, ``tied`` shares the embedding with the LM head (GPT-3)."""
+
     hidden: int
     heads: int
     kv_heads: int
     ffn: int
     layers: int
     vocab: int
+    hd: int = 0
+    gated: bool = True
+    tied: bool = False
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.heads
+        return self.hd or self.hidden // self.heads
 
     @property
     def params(self) -> float:
-        d, kv = self.hidden, self.kv_heads * self.head_dim
-        per_layer = d * d * 2 + 2 * d * kv + 3 * d * self.ffn
-        return self.layers * per_layer + 2 * self.vocab * d
+        d, q, kv = self.hidden, self.heads * self.head_dim, self.kv_heads * self.head_dim
+        per_layer = 2 * d * q + 2 * d * kv + (3 if self.gated else 2) * d * self.ffn
+        return self.layers * per_layer + (1 if self.tied else 2) * self.vocab * d
 
 
 #: model shapes from each model's public Hugging Face config.json
@@ -56,10 +64,21 @@ MODELS = {
     "Llama-2-70b": Llama(8192, 64, 8, 28672, 80, 32000),
     "CodeLlama-13b-hf": Llama(5120, 40, 40, 13824, 40, 32016),
     "Mistral-7B-Instruct-v0.2": Llama(4096, 32, 8, 14336, 32, 32000),
+    "Llama-3-8B": Llama(4096, 32, 8, 14336, 32, 128256),
+    "Qwen3-32B": Llama(5120, 64, 8, 25600, 64, 151936, hd=128),
+    # NeMo Megatron GPT-3 on Trainium (aws-neuron/neuronx-nemo-megatron gpt_23b.sh, gpt_46b.sh,
+    # gpt_175b.sh: hidden, layers, heads; FFN 4 x hidden in test.sh; GPT-2 BPE vocabulary;
+    # NeMo GPT's default shared input/output embedding). LayerNorm is costed as RMSNorm (one
+    # element-wise pass more or less; the matmuls are the same)
+    "GPT3-23B": Llama(8192, 64, 64, 32768, 28, 50257, gated=False, tied=True),
+    "GPT3-46B": Llama(8192, 64, 64, 32768, 56, 50257, gated=False, tied=True),
+    "GPT3-175B": Llama(12288, 96, 96, 49152, 96, 50257, gated=False, tied=True),
 }
 
 
-def _layer(x, wq, wk, wv, wo, w1, w3, w2, g1, g2, kcache, vcache, heads, causal, sp, batch=1):
+def _layer(
+    x, wq, wk, wv, wo, w1, w3, w2, g1, g2, kcache, vcache, heads, causal, sp, batch=1, gated=True
+):
     """One Llama decoder layer's local shard (Megatron tensor parallelism: heads and FFN split).
     ``x`` holds ``batch`` sequences' tokens stacked on its rows (the projections are one matmul
     over all of them; attention is per sequence). With sequence parallelism (``sp`` = TP
@@ -88,7 +107,8 @@ def _layer(x, wq, wk, wv, wo, w1, w3, w2, g1, g2, kcache, vcache, heads, causal,
     a = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
     x = x + scatter(a.transpose(1, 2).reshape(batch * s, -1) @ wo)
     h = gather(rms(x, g2))
-    return x + scatter((F.silu(h @ w1) * (h @ w3)) @ w2)
+    f = F.silu(h @ w1) * (h @ w3) if gated else F.gelu(h @ w1)
+    return x + scatter(f @ w2)
 
 
 @functools.lru_cache(maxsize=64)
@@ -117,7 +137,7 @@ def trace_layer(
         (m.hidden, kv * d),
         (heads * d, m.hidden),
         (m.hidden, ffn),
-        (m.hidden, ffn),
+        (m.hidden, ffn) if m.gated else (1,),  # w3: GPT's feed-forward has none
         (ffn, m.hidden),
         (m.hidden,),
         (m.hidden,),
@@ -126,17 +146,18 @@ def trace_layer(
         shapes += [(batch, kv, cache_len, d)] * 2
     if train:
         shapes += [(rows // sp, m.hidden)]  # the gradient arriving from the next layer
+    learned = [i for i in range(10) if m.gated or i != 6]  # GPT: no w3 to differentiate
     with FakeTensorMode():
         args = [
-            torch.empty(s, dtype=torch.bfloat16, requires_grad=train and i < 10)
+            torch.empty(s, dtype=torch.bfloat16, requires_grad=train and i in learned)
             for i, s in enumerate(shapes)
         ]
 
     def fn(*a):
         w = a[:10]
         cache = a[10:12] if cache_len else (None, None)
-        out = _layer(*w, *cache, heads, cache_len == 0, sp, batch)
-        return torch.autograd.grad(out, w, a[10]) if train else out
+        out = _layer(*w, *cache, heads, cache_len == 0, sp, batch, m.gated)
+        return torch.autograd.grad(out, [w[i] for i in learned], a[10]) if train else out
 
     gm = make_fx(fn, tracing_mode="fake")(*args)
     return graph.plan_graph(gm, f"layer(tp={tp}, seq={seq}, train={train}, batch={batch})")
@@ -186,6 +207,9 @@ class Training:
     micro_batch: int
     global_batch: int
     zero1: bool = True
+    #: full activation checkpointing (NeMo's ``activations_checkpoint_granularity=full``): each
+    #: layer's forward, with its blocking tensor-parallel collectives, runs again in the backward
+    recompute: bool = False
 
 
 def training_step(w: Training) -> dict:
@@ -212,9 +236,11 @@ def training_step(w: Training) -> dict:
     head = head_time(m, tp, w.seq * mb, tgt, True)
     per_stage = m.layers // pp
     launch = params.current().graph_launch_s
+    forwards = 2 if w.recompute else 1
+    layer += (forwards - 1) * (1 - BACKWARD_SHARE) * layer
     stage = overlap.step_time(
         per_stage * layer + head + launch,
-        blocking_s=per_stage * sum(one),
+        blocking_s=forwards * per_stage * sum(one),
         overlapped_s=one * per_stage,
         hideable_s=BACKWARD_SHARE * per_stage * layer,
     )
@@ -348,11 +374,34 @@ def sampling(m: Llama, ranks: list, tgt: Target, batch: int = 1) -> float:
     return gather.duration + argmax.duration
 
 
-def decode_parts(m: Llama, tp: int, ctx: int, tgt: Target, batch: int = 1) -> dict:
+def int8_weights(plan: graph.GraphPlan) -> graph.GraphPlan:
+    """The same layer with its projection weights stored as int8 (transformers-neuronx's
+    weight-only quantization): every matmul kernel reads its weight at one byte per element
+    instead of two. The activations, the KV cache and the LM head stay 16-bit. ASSUMPTION: the
+    dequantization to bf16 rides on the load into SBUF at no engine cost (not published)."""
+    works = []
+    for w in plan.works:
+        if w.engine == Engine.tensor and w.mm_dims and w.name.split("::")[-1] in ("mm", "addmm"):
+            weight = sum(b * k * n for b, _m, k, n in w.mm_dims)  # bf16 elements of (K, N)
+            w = dataclasses.replace(w, bytes=max(0.0, w.bytes - weight))
+        works.append(w)
+    return graph.GraphPlan(plan.name + " int8 weights", tuple(works))
+
+
+@functools.lru_cache(maxsize=64)
+def _decode_plan(m: Llama, tp: int, ctx: int, batch: int, weight_bytes: int) -> graph.GraphPlan:
+    plan = trace_layer(m, tp, 1, train=False, cache_len=ctx, batch=batch)
+    return int8_weights(plan) if weight_bytes == 1 else plan
+
+
+def decode_parts(
+    m: Llama, tp: int, ctx: int, tgt: Target, batch: int = 1, weight_bytes: int = 2
+) -> dict:
     """Modeled seconds per output token, by part: the layers' kernels (weights and KV cache
     over HBM, per-kernel fixed costs), the per-layer tensor-parallel all-reduces (small: their
-    fixed cost dominates), the LM head, sampling and one graph launch."""
-    plan = trace_layer(m, tp, 1, train=False, cache_len=ctx, batch=batch)
+    fixed cost dominates), the LM head, sampling and one graph launch. ``weight_bytes`` = 1:
+    int8-stored layer weights (``int8_weights``)."""
+    plan = _decode_plan(m, tp, ctx, batch, weight_bytes)
     ranks = list(range(tp))
     return {
         "layers": m.layers * layer_time(plan, tgt),
@@ -363,14 +412,20 @@ def decode_parts(m: Llama, tp: int, ctx: int, tgt: Target, batch: int = 1) -> di
     }
 
 
-def prefill_parts(m: Llama, tp: int, seq: int, tgt: Target) -> dict:
-    plan = trace_layer(m, tp, seq, train=False)
+def prefill_parts(
+    m: Llama, tp: int, seq: int, tgt: Target, batch: int = 1, weight_bytes: int = 2
+) -> dict:
+    """Modeled seconds to the first token of ``batch`` prompts of ``seq`` tokens encoded in one
+    pass (their tokens stacked on the rows of each projection, attention per prompt)."""
+    plan = trace_layer(m, tp, seq, train=False, batch=batch)
+    if weight_bytes == 1:
+        plan = int8_weights(plan)
     ranks = list(range(tp))
     return {
         "layers": m.layers * layer_time(plan, tgt),
-        "collectives": m.layers * sum(tp_collectives(m, ranks, seq, tgt, 2)),
-        "head": head_time(m, tp, 1, tgt, False),
-        "sampling": sampling(m, ranks, tgt),
+        "collectives": m.layers * sum(tp_collectives(m, ranks, seq * batch, tgt, 2)),
+        "head": head_time(m, tp, batch, tgt, False),
+        "sampling": sampling(m, ranks, tgt, batch),
         "launch": params.current().graph_launch_s,
     }
 
@@ -389,9 +444,10 @@ def predict(row) -> float:
         return row.training.global_batch / training_step(row.training)["step_s"]
     m = MODELS[row.model]
     tgt = for_instance(row.instance)
+    wb = getattr(row, "weight_bytes", 2)
     if row.kind == "decode":
-        return sum(decode_parts(m, row.tp, row.tokens, tgt, row.batch).values()) * 1e3
-    return sum(prefill_parts(m, row.tp, row.tokens, tgt).values()) * 1e3
+        return sum(decode_parts(m, row.tp, row.tokens, tgt, row.batch, wb).values()) * 1e3
+    return sum(prefill_parts(m, row.tp, row.tokens, tgt, row.batch, wb).values()) * 1e3
 
 
 def compared(row, modeled: float) -> float:

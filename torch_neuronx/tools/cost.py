@@ -140,7 +140,8 @@ def cmd_cost(args) -> int:
                 "modeled_time_us": c.duration * 1e6,
                 # how far off the model was on published cases of this kind (perf/ranges.py)
                 "likely_time_us": [lo * 1e6, hi * 1e6],
-                "range_from": f"validation errors of {kind} work ({gen})",
+                "range_from": f"validation errors of {kind} work ({gen})"
+                + (f"; {ranges.scope(kind, gen)}" if ranges.scope(kind, gen) else ""),
                 "bound": c.bound,
                 "engine": c.engine,
                 "flops": c.flops,
