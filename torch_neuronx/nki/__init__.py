@@ -15,7 +15,7 @@ their cost counted. ``nki_op`` makes a kernel a PyTorch custom op (eager, autogr
 
 from __future__ import annotations
 
-from . import isa, language, typing
+from . import collectives, isa, language, typing
 from .errors import (
     NkiCapacityError,
     NkiError,
@@ -24,6 +24,7 @@ from .errors import (
     NkiValidationError,
 )
 from .kernel import Kernel, KernelReport, jit, last_report, simulate
+from .ranks import run_ranks
 from .torch_op import nki_op
 
 __all__ = [
@@ -35,6 +36,8 @@ __all__ = [
     "language",
     "isa",
     "typing",
+    "collectives",
+    "run_ranks",
     "nki_op",
     "NkiError",
     "NkiValidationError",
