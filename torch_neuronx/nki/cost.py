@@ -134,7 +134,10 @@ def kernel_cost(ex, report):
     busy = report.modeled_busy
     engine = max(busy, key=busy.get) if busy else Engine.vector
     overhead = params.current().eager_launch_s
-    compute = max((v for k, v in busy.items() if k != Engine.dma), default=0.0)
+    # the CC-Cores' collective time (nki.collectives) is neither compute nor the core's DMA
+    compute = max(
+        (v for k, v in busy.items() if k not in (Engine.dma, Engine.collective)), default=0.0
+    )
     memory = busy.get(Engine.dma, 0.0)
     bound = (
         "launch"
