@@ -24,6 +24,7 @@ from .errors import (
     NkiValidationError,
 )
 from .kernel import Kernel, KernelReport, jit, last_report, simulate
+from .launch_tools import baremetal, benchmark, profile
 from .ranks import run_ranks
 from .torch_op import nki_op
 
@@ -38,6 +39,9 @@ __all__ = [
     "typing",
     "collectives",
     "run_ranks",
+    "baremetal",
+    "benchmark",
+    "profile",
     "nki_op",
     "NkiError",
     "NkiValidationError",
