@@ -34,7 +34,7 @@ from ..errors import (  # noqa: F401
 )
 from ..kernel import Kernel, last_report
 from ..torch_op import nki_op  # noqa: F401
-from . import isa, language
+from . import compiler, isa, language
 
 __all__ = [
     "jit",
@@ -45,6 +45,7 @@ __all__ = [
     "install_as_neuronxcc",
     "language",
     "isa",
+    "compiler",
     "last_report",
 ]
 
@@ -99,3 +100,4 @@ def install_as_neuronxcc() -> None:
     sys.modules["neuronxcc.nki"] = me
     sys.modules["neuronxcc.nki.language"] = language
     sys.modules["neuronxcc.nki.isa"] = isa
+    sys.modules["neuronxcc.nki.compiler"] = compiler
