@@ -93,7 +93,7 @@ def test_a_rank_outside_every_sub_group():
 
 def test_replica_groups_must_not_overlap():
     with pytest.raises(NkiValidationError, match="in two sub-groups"):
-        ReplicaGroup([[0, 1], [1, 2]])
+        ncc.ReplicaGroup([[0, 1], [1, 2]])
     with pytest.raises(NkiValidationError, match="list of lists"):
         ReplicaGroup([0, 1])
 

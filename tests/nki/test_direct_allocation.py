@@ -11,6 +11,7 @@ import torch_neuronx.nki.isa as nisa
 import torch_neuronx.nki.language as nl
 import torch_neuronx.nki.legacy as lnki
 import torch_neuronx.nki.legacy.compiler as ncc
+import torch_neuronx.nki.legacy.isa as lnisa
 import torch_neuronx.nki.legacy.language as lnl
 from torch_neuronx import nki
 from torch_neuronx.nki import NkiCapacityError, NkiValidationError
@@ -127,3 +128,32 @@ def test_compiler_decorators():
     }
     with pytest.raises(NkiValidationError, match="together with skip_middle_end_transformations"):
         ncc.enable_stack_allocator(k)
+
+
+@lnki.jit
+def psum_blocks(x, buffer):
+    """Two PSUM blocks per transpose pair, placed by bank; x^T through the Tensor Engine."""
+    n = x.shape[1] // 128
+    ident = lnl.shared_identity_matrix(128, dtype=x.dtype)
+    acc = lnl.ndarray((n, lnl.par_dim(128), 128), dtype=lnl.float32, buffer=buffer)
+    out = lnl.ndarray((x.shape[1], x.shape[0]), dtype=x.dtype, buffer=lnl.shared_hbm)
+    for b in lnl.affine_range(n):
+        t = lnl.load(x[:, b * 128 : (b + 1) * 128])
+        acc[b] = lnisa.nc_matmul(t, ident)
+        lnl.store(out[b * 128 : (b + 1) * 128, :], lnl.copy(acc[b], dtype=x.dtype))
+    return out
+
+
+def test_psum_alloc_and_mod_alloc():
+    x = torch.randn(128, 512)
+    for buf in (
+        ncc.psum.mod_alloc(base_bank=2, num_bank_tiles=(2,)),
+        ncc.psum.alloc(lambda idx, p, f: (idx[0] % 2, 0, 0)),
+    ):
+        torch.testing.assert_close(psum_blocks(x.to("neuron"), buf).cpu(), x.t())
+    with pytest.raises(NkiValidationError, match="PSUM bank must be 0..7, got 8"):
+        psum_blocks(x.to("neuron"), ncc.psum.alloc(lambda idx, p, f: (8, 0, 0)))
+    with pytest.raises(NkiValidationError, match="starts at partition 0, byte 0 of the bank"):
+        psum_blocks(x.to("neuron"), ncc.psum.alloc(lambda idx, p, f: (0, 0, 64)))
+    with pytest.raises(NkiValidationError, match="base_bank is required"):
+        ncc.psum.mod_alloc(base_addr=0)

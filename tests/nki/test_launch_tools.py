@@ -38,6 +38,9 @@ def test_baremetal_numpy_in_and_out():
     a, b = _inputs()
     c = k(a, b)
     assert isinstance(c, np.ndarray) and np.array_equal(c, a + b)
+    # the old API's other standalone launch: neuron tensors in, neuron tensors out
+    ta, tb = torch.from_numpy(a).to("neuron"), torch.from_numpy(b).to("neuron")
+    assert torch.equal(lnki.simulate_kernel(tensor_add, ta, tb).cpu(), torch.from_numpy(a + b))
 
     @nki.baremetal(save_neff_name="file.neff")
     def exp_kernel(x):
