@@ -5,10 +5,11 @@ A kernel written for AWS's module runs with an import change::
     import torch_neuronx.nki.collectives as ncc
     from torch_neuronx.nki.collectives import ReplicaGroup
 
-On hardware such a kernel runs once per rank (a logical NeuronCore); here the ranks are
-launched together with :func:`run_ranks` (torch-neuronx's addition: AWS's CPU simulator does
-not implement ``nki.collectives``), which runs one launch per rank as coroutines that meet at
-each collective (nki/ranks.py). Names and rules follow NKI 2.33
+On hardware such a kernel runs once per rank (a logical NeuronCore). Here it runs so in a
+``torch.distributed`` job (each process calls it; collectives exchange between the processes,
+:mod:`.processes`), or the ranks are launched together in one process with :func:`run_ranks`
+(torch-neuronx's addition: AWS's CPU simulator does not implement ``nki.collectives``), which
+runs one launch per rank as coroutines that meet at each collective (nki/ranks.py). Names and rules follow NKI 2.33
 (https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/nki/api/nki.collectives.html).
 See docs/nki.md ("Collectives").
 """

@@ -68,6 +68,7 @@ def _scaled(opcode, i, small, big, dim, n, small_role, big_role):
 
 
 # ---------------------------------------------------------------- reductions and gathers
+@mt.guarded
 def all_reduce(srcs, dsts, replica_group, op, priority=None, name=None):
     """Every rank of the sub-group gets ``op`` (nl.add / nl.minimum / nl.maximum) over the
     sub-group's ``srcs``, element by element, in its ``dsts``."""
@@ -86,6 +87,7 @@ def all_reduce(srcs, dsts, replica_group, op, priority=None, name=None):
     mt.schedule(ex, parts, dsts, mt.modeled_seconds("all_reduce", mt.nbytes(srcs), group))
 
 
+@mt.guarded
 def all_gather(srcs, dsts, replica_group, collective_dim, priority=None, name=None):
     """Every rank gets the sub-group's ``srcs`` concatenated along ``collective_dim`` in
     sub-group order (0 for HBM tensors; 0 or 1 for 2-D SBUF tiles)."""
@@ -109,6 +111,7 @@ def all_gather(srcs, dsts, replica_group, collective_dim, priority=None, name=No
     mt.schedule(ex, parts, dsts, mt.modeled_seconds("all_gather", mt.nbytes(dsts), group))
 
 
+@mt.guarded
 def reduce_scatter(srcs, dsts, replica_group, collective_dim, op, priority=None, name=None):
     """``op`` over the sub-group's ``srcs``, split along dim 0 into one chunk per rank: the
     rank at position i of the sub-group gets chunk i."""
@@ -132,6 +135,7 @@ def reduce_scatter(srcs, dsts, replica_group, collective_dim, op, priority=None,
     mt.schedule(ex, parts, dsts, mt.modeled_seconds("reduce_scatter", mt.nbytes(srcs), group))
 
 
+@mt.guarded
 def all_to_all(srcs, dsts, replica_group, collective_dim, priority=None, name=None):
     """Each rank splits its ``srcs`` along dim 0 into one chunk per rank and sends chunk j to
     the rank at position j; its ``dsts`` are the chunks it receives, in sub-group order
@@ -159,6 +163,7 @@ def all_to_all(srcs, dsts, replica_group, collective_dim, priority=None, name=No
 
 
 # ---------------------------------------------------------------- permutes
+@mt.guarded
 def collective_permute(srcs, dsts, source_target_pairs, priority=None, name=None):
     """For each ``(source, target)`` pair, ``srcs[0]`` of rank ``source`` lands in
     ``dsts[0]`` of rank ``target``; a rank that is no pair's target keeps its ``dsts``.
@@ -292,6 +297,7 @@ def _ring(ex, opcode, lists, channel_ids, replica_group, roles, reduce=None, pri
     mt.schedule(ex, parts, dsts, secs)
 
 
+@mt.guarded
 def collective_permute_implicit(
     srcs_by_channel, dsts_by_channel, replica_group, channel_ids=(0,), priority=None, name=None
 ):
@@ -308,6 +314,7 @@ def collective_permute_implicit(
     )
 
 
+@mt.guarded
 def collective_permute_implicit_reduce(
     srcs0_by_channel,
     srcs1_by_channel,
@@ -337,9 +344,7 @@ def collective_permute_implicit_reduce(
 def rank_id(name=None) -> VirtualRegister:
     """This rank's id, in a register (``run_ranks``: the index of the rank's arguments)."""
     execution.current()
-    from .. import ranks
-
-    return VirtualRegister(ranks.current()[1])
+    return VirtualRegister(mt.current()[1])
 
 
 def collective_permute_implicit_current_processing_rank_id(

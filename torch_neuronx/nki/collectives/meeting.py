@@ -17,11 +17,14 @@ ranks' ready times), and its destinations are ready when it ends.
 
 from __future__ import annotations
 
+import functools
+
 from torch_neuronx.runtime.engines import Engine
 
-from .. import dtypes, ranks
-from ..errors import NkiUnsupportedError, fail
+from .. import dtypes, execution, ranks
+from ..errors import NkiError, NkiUnsupportedError, fail
 from ..isa_common import DMA_OK, HBM, SBUF, operand
+from . import processes
 from .groups import ReplicaGroup
 
 
@@ -41,6 +44,35 @@ class Part:
         self.extra = extra  # per-opcode data (variable-length chunks)
 
 
+def current():
+    """(world, rank): the ranks of ``run_ranks``, else those of a ``torch.distributed`` job
+    (nki/collectives/processes.py), else (None, 0): a single rank."""
+    world, rank = ranks.current()
+    if world is None:
+        job = processes.current()
+        if job is not None:
+            return job
+    return world, rank
+
+
+def guarded(fn):
+    """A collective call: under a ``torch.distributed`` job, a rule broken before the exchange
+    still takes part in it (with the error), so the other processes do not wait forever."""
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        processes.begin_call()
+        try:
+            return fn(*args, **kwargs)
+        except NkiError as e:
+            ex = execution.current_or_none()
+            if ex is not None and not ex.abstract:  # shapes-only runs exchange nothing
+                processes.abandon(str(e))
+            raise
+
+    return call
+
+
 def group_of(ex, opcode: str, replica_group):
     """(world, rank, sub-group) for a collective over ``replica_group``."""
     if not isinstance(replica_group, ReplicaGroup):
@@ -48,7 +80,7 @@ def group_of(ex, opcode: str, replica_group):
             f"ncc.{opcode}: replica_group must be an nki.collectives.ReplicaGroup "
             f"(e.g. ReplicaGroup([[0, 1]])), got {type(replica_group).__name__}"
         )
-    world, rank = ranks.current()
+    world, rank = current()
     g = replica_group.group_of(rank)
     if g is None:
         fail(
@@ -60,7 +92,7 @@ def group_of(ex, opcode: str, replica_group):
 
 def world_group(ex, opcode: str, named):
     """(world, rank, every rank of the launch) for the collectives without a replica group."""
-    world, rank = ranks.current()
+    world, rank = current()
     size = world.size if world is not None else 1
     if not ex.abstract and world is None and any(r != 0 for r in named):
         _one_rank(opcode, sorted(set(named) - {0}))
@@ -102,6 +134,8 @@ def not_in_pair(ex, opcode):
 def meet(ex, world, rank, group: tuple, part: Part) -> list:
     """Leave ``part`` at the sub-group's meeting and wait for the others: every rank's part,
     in sub-group order. A rank issuing another collective there is an error."""
+    if isinstance(world, processes.ProcessWorld):
+        return _check(part, rank, group, _across_processes(world, rank, group, part), 0)
     if world is None or len(group) == 1:
         return [part]
     prog = ex.program_ids
@@ -117,6 +151,21 @@ def meet(ex, world, rank, group: tuple, part: Part) -> list:
     if len(read) == len(group):
         world.meetings.pop(key, None)
         world.meetings.pop(key + ("read",), None)
+    return _check(part, rank, group, out, seq)
+
+
+def _across_processes(world, rank, group, part) -> list:
+    got = world.exchange(("part", part))
+    for r, (kind, p) in enumerate(got):
+        if kind == "error":
+            fail(
+                f"ncc.{part.opcode}: rank {r} of the job failed at this collective:\n  {p}",
+                NkiError,
+            )
+    return [got[r][1] for r in group]
+
+
+def _check(part, rank, group, out, seq) -> list:
     for p in out:
         if p.opcode != part.opcode:
             fail(

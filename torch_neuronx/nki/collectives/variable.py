@@ -102,6 +102,7 @@ def _write_counts(meta, vals, rows, n, counts):
     write(meta, full.reshape(meta.shape))
 
 
+@mt.guarded
 def all_to_all_v(
     srcs,
     dsts,
@@ -145,6 +146,7 @@ def all_to_all_v(
     mt.schedule(ex, parts, [d, metadata_tensor], mt.modeled_seconds("all_to_all", sent, group))
 
 
+@mt.guarded
 def all_gather_v(
     srcs,
     dsts,
