@@ -67,6 +67,8 @@ class Timeline:
         self.end = 0.0
         self.core_index = 0
         self._rates = {}
+        self.not_before = 0.0  # with_schedule: the next instruction starts no earlier
+        self.last_end = 0.0  # end of the most recently issued instruction
 
     def program(self, index: int):
         self.core_index = index % self.lnc
@@ -105,6 +107,9 @@ class Timeline:
                 if r > deps:
                     deps = r
         start = max(free[engine], deps)
+        if self.not_before:
+            start = max(start, self.not_before)
+            self.not_before = 0.0
         if dma:
             free[engine] = start + seconds  # bandwidth is busy for bytes / bandwidth
             end = free[engine] + self.dma_latency
@@ -115,6 +120,7 @@ class Timeline:
             s.ready = end
         if end > self.end:
             self.end = end
+        self.last_end = end
         return end
 
 
