@@ -195,3 +195,15 @@ def test_variable_counts_are_checked_at_execution():
     _raises(r"asks for elements \[8, 9\)", nki.run_ranks, a2av, args)
     wrong = torch.zeros(3, 2, dtype=torch.int32)
     _raises("must be uint32", nki.run_ranks, a2av, [(x.to("neuron"), wrong.to("neuron"))] * 2)
+
+
+def test_shapes_only_runs_check_the_rules_and_exchange_nothing():
+    """Fake tensors (torch.compile's trace, an nki_op's fake implementation): one launch, no
+    partner ranks, the rules still checked."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        x = torch.empty(8, 8, device="neuron")
+        assert reduce_kernel(x, RG2).shape == (8, 8)
+        with pytest.raises(NkiValidationError, match="all be in HBM or all in SBUF"):
+            misuse(x, "mix")

@@ -13,10 +13,12 @@ implicit collective permutes.
 from __future__ import annotations
 
 from ..errors import NkiValidationError
+from ..language import NKIObject
 
 
-class ReplicaGroup:
-    """Sub-groups of ranks (lists of rank ids, no rank in two of them)."""
+class ReplicaGroup(NKIObject):
+    """Sub-groups of ranks (lists of rank ids, no rank in two of them); an ``NKIObject`` as in
+    AWS's stub."""
 
     __slots__ = ("replica_groups",)
 
