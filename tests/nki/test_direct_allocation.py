@@ -157,3 +157,13 @@ def test_psum_alloc_and_mod_alloc():
         psum_blocks(x.to("neuron"), ncc.psum.alloc(lambda idx, p, f: (0, 0, 64)))
     with pytest.raises(NkiValidationError, match="base_bank is required"):
         ncc.psum.mod_alloc(base_addr=0)
+
+
+def test_address_on_a_block_tensor_names_the_block_allocation_api():
+    @lnki.jit
+    def k(x):
+        lnl.ndarray((2, lnl.par_dim(128), 8), dtype=x.dtype, address=(0, 0))
+        return x
+
+    with pytest.raises(NkiValidationError, match="ncc.sbuf.alloc"):
+        k(torch.zeros(2, 2).to("neuron"))

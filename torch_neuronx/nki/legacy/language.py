@@ -23,6 +23,7 @@ from .. import isa as _isa_new
 from .. import language as _nl
 from .. import placement as _placement
 from ..alloc import ndarray as _alloc
+from ..errors import fail as _fail
 from ..ops import OPS as _OPS
 from ..ops import Op as _Op
 from ..storage import MemoryRegion as _MR
@@ -46,6 +47,11 @@ def ndarray(shape, dtype, buffer=None, name: str = "", **kwargs):
         t = _nl.ndarray(blocks + tile, dtype, buffer=buffer, name=name, **kwargs)
         under = t
     else:
+        if kwargs.get("address") is not None:
+            _fail(
+                "nl.ndarray(address=...) places one tile; a tensor with block dims places its "
+                "blocks with buffer=ncc.sbuf.alloc(...) / mod_alloc(...) (neuronxcc.nki.compiler)"
+            )
         # (B..., P, F...) is stored as NKI 0.2+'s replacement (P, B..., F...)
         under = _alloc((tile[0],) + blocks + tile[1:], dtype, buffer, name)
         t = BlockTensor(under, len(blocks))
