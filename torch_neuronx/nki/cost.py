@@ -69,6 +69,8 @@ class Timeline:
         self._rates = {}
         self.not_before = 0.0  # with_schedule: the next instruction starts no earlier
         self.last_end = 0.0  # end of the most recently issued instruction
+        # (core, engine, start, end, engine free after, writes) of that instruction
+        self.last_issue = None
 
     def program(self, index: int):
         self.core_index = index % self.lnc
@@ -121,7 +123,24 @@ class Timeline:
         if end > self.end:
             self.end = end
         self.last_end = end
+        self.last_issue = (self.core_index, engine, start, end, free[engine], writes)
         return end
+
+    def delay_last(self, not_before: float):
+        """Move the latest instruction to start at ``not_before`` (nki/instructions.py's
+        ``depends_on``); returns its new entry."""
+        core, engine, start, end, free_after, writes = self.last_issue
+        shift = not_before - start
+        free = self.free[core]
+        if free.get(engine, 0.0) == free_after:
+            free[engine] = free_after + shift
+        for s in writes:
+            s.ready = max(s.ready, end + shift)
+        if end + shift > self.end:
+            self.end = end + shift
+        self.last_end = end + shift
+        self.last_issue = (core, engine, not_before, end + shift, free_after + shift, writes)
+        return self.last_issue
 
 
 def model(ex):

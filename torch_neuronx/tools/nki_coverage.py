@@ -28,7 +28,7 @@ memset bn_stats bn_aggr local_gather nc_n_gather dma_copy dma_transpose dma_comp
 nc_find_index8 nc_match_replace8 nc_stream_shuffle register_alloc register_load register_move
 register_store core_barrier sendrecv rng rand2 rand_set_state rand_get_state set_rng_seed
 nonzero_with_count topk engine reduce_cmd dge_mode oob_mode matmul_perf_mode nc_version
-get_nc_version dma_engine
+get_nc_version dma_engine VirtualRegister NkiInstruction
 """.split()
 
 LANGUAGE = """
@@ -44,7 +44,7 @@ affine_range sequential_range static_range dynamic_range fori_loop while_loop no
 psum hbm private_hbm shared_hbm is_psum is_sbuf is_hbm is_on_chip program_id num_programs
 program_ndim device_print tile_size NKIObject nc spmd_dim bool_ int8 int16 int32 uint8 uint16
 uint32 float16 bfloat16 float32 tfloat32 float8_e4m3 float8_e4m3fn float8_e5m2 float8_e8m0fnu
-float8_e5m2_x4 float8_e4m3fn_x4 float4_e2m1fn_x4
+float8_e5m2_x4 float8_e4m3fn_x4 float4_e2m1fn_x4 NkiTensor bypass
 """.split()
 
 TOP = ["jit", "simulate", "typing.tensor"]

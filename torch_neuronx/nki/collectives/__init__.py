@@ -16,6 +16,7 @@ See docs/nki.md ("Collectives").
 
 from __future__ import annotations
 
+from ..instructions import returning_handle
 from ..ranks import run_ranks
 from .api import (
     all_gather,
@@ -30,6 +31,20 @@ from .api import (
 )
 from .groups import ReplicaGroup
 from .variable import all_gather_v, all_to_all_v
+
+# each collective returns its NkiInstruction (``.depends_on``), as in NKI 2.33
+for _n in (
+    "all_reduce",
+    "all_gather",
+    "all_gather_v",
+    "reduce_scatter",
+    "all_to_all",
+    "all_to_all_v",
+    "collective_permute",
+    "collective_permute_implicit",
+    "collective_permute_implicit_reduce",
+):
+    globals()[_n] = returning_handle(globals()[_n])
 
 __all__ = [
     "ReplicaGroup",

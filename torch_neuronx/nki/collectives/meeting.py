@@ -290,9 +290,12 @@ def schedule(ex, parts, dsts, seconds: float):
     end = start + seconds
     tl.free[tl.core_index][Engine.collective] = end
     tl.busy[Engine.collective] = tl.busy.get(Engine.collective, 0.0) + seconds
-    for d in dsts:
-        d.storage.ready = max(d.storage.ready, end)
+    writes = [d.storage for d in dsts]
+    for s in writes:
+        s.ready = max(s.ready, end)
     tl.end = max(tl.end, end)
+    tl.last_end = end
+    tl.last_issue = (tl.core_index, Engine.collective, start, end, end, writes)
 
 
 def modeled_seconds(op: str, nbytes: float, group, peer=None) -> float:
