@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import functools
 
-from . import execution
 from .errors import NkiUnsupportedError, fail
+from .running import slot
 
 
 class NkiInstruction:
@@ -67,18 +67,26 @@ class NkiInstruction:
 
 def returning_handle(fn, opcode=None):
     """Wrap an instruction function: it returns its NkiInstruction (what it returned, if not
-    None, is kept: registers, values)."""
+    None, is kept: registers, values). Kept lean: it runs around every instruction."""
     name = opcode or fn.__name__
+    new = NkiInstruction.__new__
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
-        ex = execution.current_or_none()
-        tl = ex.timeline if ex is not None else None
-        before = tl.last_issue if tl is not None else None
+        ex = getattr(slot, "ex", None)
+        if ex is None:
+            return fn(*args, **kwargs)  # raises the "only inside a kernel" error
+        tl = ex.timeline
+        before = None if tl is None else tl.last_issue
         r = fn(*args, **kwargs)
-        if r is not None or ex is None:
+        if r is not None:
             return r
-        after = tl.last_issue if tl is not None else None
-        return NkiInstruction(ex, ex.counter, after if after is not before else None, name)
+        h = new(NkiInstruction)
+        h.ex = ex
+        h.index = ex.counter
+        after = None if tl is None else tl.last_issue
+        h.issue = after if after is not before else None
+        h.opcode = name
+        return h
 
     return call
