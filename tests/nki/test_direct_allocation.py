@@ -167,3 +167,32 @@ def test_address_on_a_block_tensor_names_the_block_allocation_api():
 
     with pytest.raises(NkiValidationError, match="ncc.sbuf.alloc"):
         k(torch.zeros(2, 2).to("neuron"))
+
+
+def test_neuronxcc_nki_compiler_import_after_install(py):
+    """``import neuronxcc.nki.compiler as ncc`` (the old kernels' own import line) names the
+    simulated module once ``install_as_neuronxcc()`` ran (a fresh interpreter: it edits
+    sys.modules)."""
+    py(
+        """
+        import torch
+        import torch_neuronx.nki.legacy as lnki
+        lnki.install_as_neuronxcc()
+        import neuronxcc.nki as nki
+        import neuronxcc.nki.compiler as ncc
+        import neuronxcc.nki.language as nl
+
+        @ncc.force_auto_alloc
+        @nki.jit
+        def k(x):
+            t = nl.ndarray((nl.par_dim(128), 64), dtype=x.dtype, buffer=ncc.sbuf.mod_alloc(base_addr=0))
+            t[...] = nl.load(x)
+            out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+            nl.store(out, t)
+            return out
+
+        x = torch.randn(128, 64)
+        assert torch.equal(k(x.to("neuron")).cpu(), x)
+        assert ncc.psum.auto_alloc() is nl.psum
+        """
+    )
