@@ -278,3 +278,16 @@ def test_modeled_time_is_the_collective_model_on_the_cc_cores():
     # a one-rank group moves nothing
     nki.run_ranks(hbm_collective, _ranks(xs[:1], ReplicaGroup([[0]]), "all_reduce", nl.add))
     assert hbm_collective.last_report.modeled_busy.get("collective", 0.0) == 0.0
+
+
+def test_a_collective_bound_kernel_is_network_bound_on_the_device_timeline():
+    """While the performance model records, each rank's launch is a device event whose bound
+    is the CC-Cores' time when the collective dominates."""
+    import torch_neuronx
+
+    xs = [torch.randn(128, 512) for _ in range(2)]
+    with torch_neuronx.perf.measure() as m:
+        nki.run_ranks(hbm_collective, _ranks(xs, ReplicaGroup([[0, 1]]), "all_reduce", nl.add))
+    kernels = [e for e in m.events if e.cost.name == "nki:hbm_collective"]
+    assert len(kernels) == 2 and all(e.cost.bound == "network" for e in kernels)
+    assert sorted(e.device for e in kernels) == [0, 1]  # rank r's tensors on neuron:r

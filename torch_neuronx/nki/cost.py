@@ -164,9 +164,12 @@ def kernel_cost(ex, report):
         (v for k, v in busy.items() if k not in (Engine.dma, Engine.collective)), default=0.0
     )
     memory = busy.get(Engine.dma, 0.0)
+    network = busy.get(Engine.collective, 0.0)  # nki.collectives on the CC-Cores
     bound = (
         "launch"
         if overhead > report.modeled_seconds - overhead
+        else "network"
+        if network > max(compute, memory)
         else ("compute" if compute >= memory else "memory")
     )
     g = f"[{','.join(map(str, report.grid))}]" if report.grid else ""
