@@ -15,7 +15,7 @@ their cost counted. ``nki_op`` makes a kernel a PyTorch custom op (eager, autogr
 
 from __future__ import annotations
 
-from . import isa, language, typing
+from . import collectives, isa, language, typing
 from .errors import (
     NkiCapacityError,
     NkiError,
@@ -24,6 +24,8 @@ from .errors import (
     NkiValidationError,
 )
 from .kernel import Kernel, KernelReport, jit, last_report, simulate
+from .launch_tools import baremetal, benchmark, profile
+from .ranks import run_ranks
 from .torch_op import nki_op
 
 __all__ = [
@@ -35,6 +37,11 @@ __all__ = [
     "language",
     "isa",
     "typing",
+    "collectives",
+    "run_ranks",
+    "baremetal",
+    "benchmark",
+    "profile",
     "nki_op",
     "NkiError",
     "NkiValidationError",

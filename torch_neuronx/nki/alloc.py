@@ -35,6 +35,7 @@ class TileRecord:
         "first_loc",
         "last",
         "last_loc",
+        "places",
     )
 
     def __init__(self, buffer, name, nbytes, banks, loc):
@@ -47,6 +48,7 @@ class TileRecord:
         self.first_loc = None
         self.last = -1
         self.last_loc = None
+        self.places = None  # direct allocation: the tile's physical places (nki/placement.py)
 
 
 class _TilePool:

@@ -10,6 +10,7 @@ capacity limits"); a real compiler reports such kernels as allocation failures.
 
 from __future__ import annotations
 
+from . import placement
 from .errors import NkiCapacityError, fail, format_location
 from .storage import MemoryRegion
 
@@ -21,6 +22,7 @@ def _kib(n: int) -> str:
 def check(ex) -> None:
     t = ex.target
     recs = [r for r in ex.tiles if r.first >= 0]
+    placement.check(ex, recs)  # directly allocated tiles: no two alive over the same bytes
     _sweep(
         ex,
         [r for r in recs if r.buffer is MemoryRegion.sbuf],

@@ -67,6 +67,10 @@ class Timeline:
         self.end = 0.0
         self.core_index = 0
         self._rates = {}
+        self.not_before = 0.0  # with_schedule: the next instruction starts no earlier
+        self.last_end = 0.0  # end of the most recently issued instruction
+        # (core, engine, start, end, engine free after, writes) of that instruction
+        self.last_issue = None
 
     def program(self, index: int):
         self.core_index = index % self.lnc
@@ -105,6 +109,9 @@ class Timeline:
                 if r > deps:
                     deps = r
         start = max(free[engine], deps)
+        if self.not_before:
+            start = max(start, self.not_before)
+            self.not_before = 0.0
         if dma:
             free[engine] = start + seconds  # bandwidth is busy for bytes / bandwidth
             end = free[engine] + self.dma_latency
@@ -115,7 +122,25 @@ class Timeline:
             s.ready = end
         if end > self.end:
             self.end = end
+        self.last_end = end
+        self.last_issue = (self.core_index, engine, start, end, free[engine], writes)
         return end
+
+    def delay_last(self, not_before: float):
+        """Move the latest instruction to start at ``not_before`` (nki/instructions.py's
+        ``depends_on``); returns its new entry."""
+        core, engine, start, end, free_after, writes = self.last_issue
+        shift = not_before - start
+        free = self.free[core]
+        if free.get(engine, 0.0) == free_after:
+            free[engine] = free_after + shift
+        for s in writes:
+            s.ready = max(s.ready, end + shift)
+        if end + shift > self.end:
+            self.end = end + shift
+        self.last_end = end + shift
+        self.last_issue = (core, engine, not_before, end + shift, free_after + shift, writes)
+        return self.last_issue
 
 
 def model(ex):
@@ -134,11 +159,17 @@ def kernel_cost(ex, report):
     busy = report.modeled_busy
     engine = max(busy, key=busy.get) if busy else Engine.vector
     overhead = params.current().eager_launch_s
-    compute = max((v for k, v in busy.items() if k != Engine.dma), default=0.0)
+    # the CC-Cores' collective time (nki.collectives) is neither compute nor the core's DMA
+    compute = max(
+        (v for k, v in busy.items() if k not in (Engine.dma, Engine.collective)), default=0.0
+    )
     memory = busy.get(Engine.dma, 0.0)
+    network = busy.get(Engine.collective, 0.0)  # nki.collectives on the CC-Cores
     bound = (
         "launch"
         if overhead > report.modeled_seconds - overhead
+        else "network"
+        if network > max(compute, memory)
         else ("compute" if compute >= memory else "memory")
     )
     g = f"[{','.join(map(str, report.grid))}]" if report.grid else ""

@@ -65,6 +65,7 @@ class Execution:
         self.writes = []
         self.timeline = None if abstract else _timeline(target.core)
         self.lockstep = None  # nki/lockstep.py's Pair while an LNC pair runs as coroutines
+        self.schedule = None  # nki/schedule.py's State under kernel.with_schedule(...)
 
     def begin_program(self, ids: tuple, index: int = 0):
         self.program_ids = ids
@@ -126,6 +127,10 @@ def begin(opcode: str) -> Execution:
     ex.loc = errors.here()
     ex.reads = []
     ex.writes = []
+    if ex.schedule is not None:  # with_schedule: hold a named instruction after its edges
+        from . import schedule
+
+        schedule.note(ex)
     by = ex.stats.by_opcode
     by[opcode] = by.get(opcode, 0) + 1
     return ex

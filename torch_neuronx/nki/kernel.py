@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from . import capacity, cost, dtypes, execution, lockstep, target
+from . import capacity, cost, dtypes, execution, lockstep, schedule, target
 from . import grid as grid_mod
 from ._device import current_route, unrouted
 from .errors import NkiError, NkiValidationError
@@ -146,6 +146,11 @@ class Kernel:
     def __repr__(self) -> str:
         return f"<nki.jit kernel {self.fn.__qualname__}>"
 
+    def with_schedule(self, edges) -> Kernel:
+        """The kernel with scheduling edges ``[(after, before or [befores]), ...]`` between
+        named instructions (``name=``), honoured on the modeled schedule (nki/schedule.py)."""
+        return Kernel(self.fn, **{**self.options, "schedule": schedule.normalize(edges)})
+
     # ------------------------------------------------------------------ launch
     def _launch(self, grid: tuple, args, kwargs):
         if execution.current_or_none() is not None:
@@ -160,6 +165,8 @@ class Kernel:
         abstract = any(_is_fake(t) for _, t in tensors)
         ex = execution.Execution(self.__name__, target.current(), grid, abstract)
         ex.readonly = getattr(_tls, "readonly", ())
+        if "schedule" in self.options:
+            ex.schedule = schedule.State(self.options["schedule"])
         if abstract:
             ex.device = next(t.device for _, t in tensors if _is_fake(t))
         else:
@@ -192,6 +199,7 @@ class Kernel:
         torch.set_num_threads(1)
         try:
             converted = self._run(ex, grid, names, args, kwargs)
+            schedule.finish(ex)
         finally:
             torch.set_num_threads(threads)
         host = time.perf_counter() - t0

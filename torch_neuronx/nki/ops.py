@@ -237,7 +237,9 @@ _def(
     Op("all", LOGICAL, reduce=lambda t, d: (t != 0).flatten(d[0]).all(dim=d[0]).float()),
     # operator constants
     Op("prelu"),
-    Op("bypass"),
+    # "No-op operator that passes data through unchanged" (the 2.33 stub): an identity
+    # activation function and ALU stage (a copy: the result is written to dst)
+    Op("bypass", unary=torch.clone, act=torch.clone),
     Op("average", reduce=lambda t, d: t.mean(dim=d)),
 )
 

@@ -1,10 +1,13 @@
 """``torch-neuronx nki-coverage``: the coverage table of docs/nki.md, generated from the code.
 
-Every name of AWS's NKI 2.33 API reference (the ``nki.isa`` and ``nki.language`` index pages,
-https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/nki/api/nki.isa.html and
-.../nki.language.html) is listed with its status, read from ``torch_neuronx.nki`` itself (a
-name is covered when it exists and is not a not-simulated stub), and the test files under
-tests/nki that call it. tests/nki/test_coverage_doc.py fails when docs/nki.md's copy of the
+Every name of AWS's NKI 2.33 API reference (the ``nki``, ``nki.isa``, ``nki.language`` and
+``nki.collectives`` index pages, https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/nki/api/nki.isa.html,
+.../nki.language.html, .../nki.collectives.html), and the top-level names of the pre-0.2
+``neuronxcc.nki`` reference that 2.33 dropped (``baremetal``, ``benchmark``, ``profile``,
+``simulate_kernel`` and ``nki.compiler``, https://awsdocs-neuron.readthedocs-hosted.com/en/v2.26.1/nki/api/nki.html
+and .../nki.compiler.html), is listed with its status, read from ``torch_neuronx.nki`` (and
+``torch_neuronx.nki.legacy``) itself (a name is covered when it exists and is not a
+not-simulated stub), and the test files under tests/nki that call it. tests/nki/test_coverage_doc.py fails when docs/nki.md's copy of the
 table and this generator disagree.
 """
 
@@ -25,7 +28,7 @@ memset bn_stats bn_aggr local_gather nc_n_gather dma_copy dma_transpose dma_comp
 nc_find_index8 nc_match_replace8 nc_stream_shuffle register_alloc register_load register_move
 register_store core_barrier sendrecv rng rand2 rand_set_state rand_get_state set_rng_seed
 nonzero_with_count topk engine reduce_cmd dge_mode oob_mode matmul_perf_mode nc_version
-get_nc_version dma_engine
+get_nc_version dma_engine VirtualRegister NkiInstruction
 """.split()
 
 LANGUAGE = """
@@ -41,10 +44,34 @@ affine_range sequential_range static_range dynamic_range fori_loop while_loop no
 psum hbm private_hbm shared_hbm is_psum is_sbuf is_hbm is_on_chip program_id num_programs
 program_ndim device_print tile_size NKIObject nc spmd_dim bool_ int8 int16 int32 uint8 uint16
 uint32 float16 bfloat16 float32 tfloat32 float8_e4m3 float8_e4m3fn float8_e5m2 float8_e8m0fnu
-float8_e5m2_x4 float8_e4m3fn_x4 float4_e2m1fn_x4
+float8_e5m2_x4 float8_e4m3fn_x4 float4_e2m1fn_x4 NkiTensor bypass
 """.split()
 
 TOP = ["jit", "simulate", "typing.tensor"]
+
+COLLECTIVES = """
+all_reduce all_gather all_gather_v reduce_scatter all_to_all all_to_all_v collective_permute
+collective_permute_implicit collective_permute_implicit_reduce
+collective_permute_implicit_current_processing_rank_id rank_id ReplicaGroup
+""".split()
+
+#: neuronxcc.nki (before NKI 0.2): its top-level decorators and nki.compiler
+LEGACY_TOP = """
+baremetal benchmark profile simulate_kernel compiler.sbuf.alloc compiler.sbuf.mod_alloc
+compiler.sbuf.auto_alloc compiler.psum.alloc compiler.psum.mod_alloc compiler.psum.auto_alloc
+compiler.skip_middle_end_transformations compiler.enable_stack_allocator
+compiler.force_auto_alloc
+""".split()
+
+#: how tests/nki spell each group's module (``nl.exp``, ``ncc.all_reduce``, ``lnki.benchmark``)
+PREFIXES = {
+    "nki": ("nki",),
+    "nki.isa": ("nisa",),
+    "nki.language": ("nl",),
+    "nki.collectives": ("ncc",),
+    "neuronxcc.nki": ("lnki", "nki"),
+}
+GROUPS = ("nki", "nki.isa", "nki.language", "nki.collectives", "neuronxcc.nki")
 
 
 def _status(module, name) -> str:
@@ -82,35 +109,43 @@ def _test_sources() -> dict:
     return out
 
 
-def _tests_for(prefix, name, sources) -> str:
-    # a call or reference (nl.exp), or the name as a string (parametrised tests: "exp")
+def _tests_for(prefixes, name, sources) -> str:
+    # a call or reference (nl.exp), or the name as a string (parametrised tests: "exp");
+    # ``compiler.x`` is also spelled ``ncc.x`` (``import neuronxcc.nki.compiler as ncc``)
+    spellings = [rf"\b{re.escape(p)}\.{re.escape(name)}\b" for p in prefixes]
+    if name.startswith("compiler."):
+        spellings.append(rf"\bncc\.{re.escape(name[len('compiler.') :])}\b")
     n = re.escape(name)
-    pat = re.compile(rf"\b{re.escape(prefix)}\.{n}\b|[\"']{n}[\"']")
+    pat = re.compile("|".join(spellings + [rf"[\"']{n}[\"']"]))
     hits = [f for f, text in sources.items() if pat.search(text)]
     return ", ".join(hits[:2]) + (" ..." if len(hits) > 2 else "") if hits else "-"
 
 
 def rows():
     from torch_neuronx import nki
-    from torch_neuronx.nki import isa, language
+    from torch_neuronx.nki import collectives, isa, language, legacy
 
     sources = _test_sources()
     out = []
-    for group, module, prefix, names in (
-        ("nki", nki, "nki", TOP),
-        ("nki.isa", isa, "nisa", ISA),
-        ("nki.language", language, "nl", LANGUAGE),
+    for group, module, names in (
+        ("nki", nki, TOP),
+        ("nki.isa", isa, ISA),
+        ("nki.language", language, LANGUAGE),
+        ("nki.collectives", collectives, COLLECTIVES),
+        ("neuronxcc.nki", legacy, LEGACY_TOP),
     ):
         for n in names:
             st = _status(module, n)
-            out.append(dict(group=group, name=n, status=st, tests=_tests_for(prefix, n, sources)))
+            out.append(
+                dict(group=group, name=n, status=st, tests=_tests_for(PREFIXES[group], n, sources))
+            )
     return out
 
 
 def markdown() -> str:
     rs = rows()
     lines = [BEGIN, ""]
-    for group in ("nki", "nki.isa", "nki.language"):
+    for group in GROUPS:
         g = [r for r in rs if r["group"] == group]
         cov = sum(r["status"] == "covered" for r in g)
         lines += [

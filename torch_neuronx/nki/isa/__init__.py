@@ -21,6 +21,7 @@ cost record) is in ``nki/isa_common.py``.
 from __future__ import annotations
 
 from ..errors import NkiValidationError
+from ..instructions import NkiInstruction, returning_handle
 from .activate2 import activate2
 from .activations import activation, activation_reduce, exponential, reciprocal
 from .data_movement import dma_copy, dma_transpose, memset, tensor_copy, tensor_copy_predicated
@@ -61,7 +62,7 @@ from .segments import nonzero_with_count, sequence_bounds
 from .shuffle import nc_stream_shuffle
 from .statistics import bn_aggr, bn_stats
 from .top8 import max8, nc_find_index8, nc_match_replace8
-from .unsupported import NOT_SIMULATED, NkiInstruction  # noqa: F401
+from .unsupported import NOT_SIMULATED
 from .vector_alu import (
     scalar_tensor_tensor,
     tensor_partition_reduce,
@@ -135,3 +136,11 @@ __all__ = [
     "core_barrier",
     "sendrecv",
 ]
+
+# every instruction returns its NkiInstruction handle (``.depends_on(...)``: nki/instructions.py)
+for _n in __all__:
+    _f = globals()[_n]
+    if callable(_f) and _n not in ("NkiValidationError", "get_nc_version", "get_nc_sub_version"):
+        if not isinstance(_f, type) and type(_f).__name__ == "function":
+            globals()[_n] = returning_handle(_f)
+__all__ += ["NkiInstruction", "VirtualRegister"]

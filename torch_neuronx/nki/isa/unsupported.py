@@ -27,10 +27,3 @@ NOT_SIMULATED = {
         # covered by the generated coverage table
     ]
 }
-
-
-class NkiInstruction:
-    """Handle of a traced instruction; the simulator executes instructions immediately."""
-
-    def depends_on(self, *producers):
-        return self

@@ -12,9 +12,9 @@ import math
 
 import torch
 
-from .. import dtypes, execution, isa
+from .. import dtypes, execution, isa, placement
 from ..alloc import ndarray as _alloc
-from ..errors import NkiUnsupportedError, fail
+from ..errors import fail
 from ..storage import MemoryRegion
 from ..tensor import NkiTensor
 from ..tensor_base import register_language
@@ -23,13 +23,16 @@ sbuf = MemoryRegion.sbuf
 
 
 def ndarray(shape, dtype, buffer=sbuf, name: str = "", address=None) -> NkiTensor:
-    """Create a new (uninitialised) tensor of ``shape`` and ``dtype`` in ``buffer``."""
+    """Create a new (uninitialised) tensor of ``shape`` and ``dtype`` in ``buffer``;
+    ``address=(partition_offset, free_offset)`` places an on-chip tile itself (direct
+    allocation, its rules in nki/placement.py)."""
+    t = _alloc(shape, dtype, buffer, name)
     if address is not None:
-        raise NkiUnsupportedError(
-            "nl.ndarray(address=...) (manual allocation) is not simulated; "
-            "tiles are placed automatically"
-        )
-    return _alloc(shape, dtype, buffer, name)
+        st = t.storage
+        nbytes = st.rec.bytes if st.rec is not None else 0
+        places = placement.from_address(execution.current(), st.buffer, t.shape, nbytes, address)
+        placement.attach(st, places, nbytes)
+    return t
 
 
 def _fill(t: NkiTensor, value):

@@ -22,10 +22,11 @@ docs/nki.md ("The pre-0.2 language").
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import sys
 
-from .. import running
+from .. import launch_tools, running
 from ..errors import (  # noqa: F401
     NkiError,
     NkiUnsupportedError,
@@ -33,9 +34,20 @@ from ..errors import (  # noqa: F401
 )
 from ..kernel import Kernel, last_report
 from ..torch_op import nki_op  # noqa: F401
-from . import isa, language
+from . import compiler, isa, language
 
-__all__ = ["jit", "simulate_kernel", "install_as_neuronxcc", "language", "isa", "last_report"]
+__all__ = [
+    "jit",
+    "simulate_kernel",
+    "baremetal",
+    "benchmark",
+    "profile",
+    "install_as_neuronxcc",
+    "language",
+    "isa",
+    "compiler",
+    "last_report",
+]
 
 
 class LegacyKernel(Kernel):
@@ -60,6 +72,11 @@ def jit(fn=None, mode: str = "auto", **kwargs):
 
 trace = jit
 
+# the standalone launch decorators, with this language's jit for plain functions
+baremetal = functools.partial(launch_tools.baremetal, _jit=jit)
+benchmark = functools.partial(launch_tools.benchmark, _jit=jit)
+profile = functools.partial(launch_tools.profile, _jit=jit)
+
 
 def simulate_kernel(kernel, *args, **kwargs):
     """``nki.simulate_kernel(kernel[grid], *args)`` of ``neuronxcc.nki``: launch the kernel."""
@@ -83,3 +100,4 @@ def install_as_neuronxcc() -> None:
     sys.modules["neuronxcc.nki"] = me
     sys.modules["neuronxcc.nki.language"] = language
     sys.modules["neuronxcc.nki.isa"] = isa
+    sys.modules["neuronxcc.nki.compiler"] = compiler

@@ -14,14 +14,20 @@ What differs from ``torch_neuronx.nki.language``:
 
 from __future__ import annotations
 
+import math as _math
+
 from ...nki.language import *  # noqa: F403 - the old language is a superset of the new one
 from .. import dtypes as _dt
+from .. import execution as _execution
 from .. import isa as _isa_new
 from .. import language as _nl
+from .. import placement as _placement
 from ..alloc import ndarray as _alloc
+from ..errors import fail as _fail
 from ..ops import OPS as _OPS
 from ..ops import Op as _Op
 from ..storage import MemoryRegion as _MR
+from . import compiler as _ncc
 from . import isa as _lisa
 from .accumulate import note_matmul
 from .blocks import BlockTensor, par_dim, split_shape
@@ -35,12 +41,26 @@ sbuf, psum = _MR.sbuf, _MR.psum
 def ndarray(shape, dtype, buffer=None, name: str = "", **kwargs):
     """A new tensor; dims in front of an ``nl.par_dim`` are block dims (one tile each)."""
     buffer = sbuf if buffer is None else buffer
+    buffer, direct = _ncc.region_of(buffer)  # ncc.sbuf.alloc(...) / mod_alloc: placed blocks
     blocks, tile = split_shape(shape)
     if not blocks or not _MR(getattr(buffer, "value", buffer)).on_chip:
-        return _nl.ndarray(blocks + tile, dtype, buffer=buffer, name=name, **kwargs)
-    # (B..., P, F...) is stored as NKI 0.2+'s replacement (P, B..., F...)
-    under = _alloc((tile[0],) + blocks + tile[1:], dtype, buffer, name)
-    return BlockTensor(under, len(blocks))
+        t = _nl.ndarray(blocks + tile, dtype, buffer=buffer, name=name, **kwargs)
+        under = t
+    else:
+        if kwargs.get("address") is not None:
+            _fail(
+                "nl.ndarray(address=...) places one tile; a tensor with block dims places its "
+                "blocks with buffer=ncc.sbuf.alloc(...) / mod_alloc(...) (neuronxcc.nki.compiler)"
+            )
+        # (B..., P, F...) is stored as NKI 0.2+'s replacement (P, B..., F...)
+        under = _alloc((tile[0],) + blocks + tile[1:], dtype, buffer, name)
+        t = BlockTensor(under, len(blocks))
+    if direct is not None:
+        st = under.storage
+        block_bytes = _math.prod(tile[1:]) * _dt.itemsize(under.dtype)
+        places = direct.places(_execution.current(), blocks, tile[0], block_bytes)
+        _placement.attach(st, places, block_bytes)
+    return t
 
 
 def _filled(shape, value, dtype, buffer, name):
