@@ -20,8 +20,12 @@ op (the roofline of ``torch_neuronx.perf`` is for whole ops):
   programs run in parallel, as ``kernel[2]`` does on hardware); plus one launch overhead
   (``perf.params.eager_launch_s``).
 
+- DMA with a dynamic address: hardware DGE ~600 ns before the transfer [DGE]; indirect DMA
+  (``vector_offset``): the transfer waits for a GpSimd pass generating its descriptors
+  (an assumption: AWS publishes no figure).
+
 Not modeled: write-after-read hazards (tiles are assumed renamed), SBUF/PSUM bank conflicts,
-DMA descriptor generation, access-pattern stride penalties, TensorE warm-up/throttling.
+static DMA descriptor generation, access-pattern stride penalties, TensorE warm-up/throttling.
 The figures come from ``torch_neuronx.runtime.hardware`` (each with its public source).
 """
 
@@ -38,6 +42,13 @@ from torch_neuronx.runtime.engines import Engine
 #: profiles"). It absorbs what the compiler does to such kernels (e.g. hoisting the
 #: state-invariant ``delta * u``), which the simulator, executing the kernel as written, cannot.
 VECTOR_FP32_BINARY_CALIBRATION = 0.681
+
+#: Hardware DGE: "Each hardware-DGE DMA instruction takes approximately 600 ns to execute"
+#: (AWS, "Descriptor Generation Engine (DGE) Reference",
+#: https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/deep-dives/nki-dge.html): added
+#: before a DMA whose address is dynamic (a register / scalar_offset start). Published figure,
+#: not checked against a profile.
+HWDGE_SECONDS = 600e-9
 
 #: the engines a kernel's instructions are scheduled on
 ENGINES = (Engine.tensor, Engine.vector, Engine.scalar, Engine.gpsimd, Engine.dma)
@@ -84,6 +95,15 @@ class Timeline:
             per = self._rates[key] = (128.0 / rate, self.min_ii / clock)  # s per element, MIN_II
         return max(per[1], free * per[0])
 
+    hwdge_seconds = HWDGE_SECONDS
+
+    def swdge_seconds(self, offsets: int) -> float:
+        """GpSimd time to generate the descriptors of ``offsets`` indirect rows. Software DGE
+        "consumes GpSimd Engine cycles for descriptor generation" [DGE] but AWS publishes no
+        figure: ASSUMPTION, one GpSimd element-wise pass over the offsets (one descriptor per
+        offset on 128 lanes, at least the 64-cycle minimum), which the transfer waits for."""
+        return self.element_seconds(Engine.gpsimd, max(1, -(-offsets // 128)), 1, 32)
+
     def matmul_seconds(self, n: int, bits: int, double_row: bool = False) -> float:
         cycles = max(float(n), self.min_ii)
         if bits >= 32:
@@ -92,9 +112,11 @@ class Timeline:
             cycles /= 2
         return cycles / self.clock[Engine.tensor]
 
-    def issue(self, engine: str, seconds: float, reads, writes, dma: bool = False) -> float:
+    def issue(self, engine, seconds, reads, writes, dma=False, after=0.0, extra=0.0) -> float:
+        """Schedule one instruction; ``after``: it cannot start before that time (its
+        descriptors); ``extra``: fixed time before a DMA's transfer (hardware DGE)."""
         free = self.free[self.core_index]
-        deps = 0.0
+        deps = after
         for s in reads:
             r = s.ready
             if r > deps:
@@ -106,6 +128,7 @@ class Timeline:
                     deps = r
         start = max(free[engine], deps)
         if dma:
+            start += extra
             free[engine] = start + seconds  # bandwidth is busy for bytes / bandwidth
             end = free[engine] + self.dma_latency
         else:

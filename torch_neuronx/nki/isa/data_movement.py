@@ -8,6 +8,7 @@ import torch
 
 from ...runtime.engines import Engine
 from .. import dtypes, execution
+from ..dynamic import VECTOR, DynamicTensor
 from ..errors import fail
 from ..isa_common import (
     DMA_OK,
@@ -47,12 +48,56 @@ def dma_copy(
     if mask is not None and tuple(src.shape) != tuple(dst.shape):
         fail("nisa.dma_copy: a mask needs src and dst of the same shape")
     _same_if_packed("dma_copy", dst, src)
-    record_dma(ex, src.size * dtypes.itemsize(src.dtype))
+    dge, rows = _dge(dst, src, dge_mode)
+    record_dma(ex, src.size * dtypes.itemsize(src.dtype), dge, rows)
     if ex.compute:
         m = mask_of(mask, dst)
-        v = src.read(m)
+        skip = _skip(oob_mode)
+        v, m = _read_dynamic("dma_copy", src, dst, m, skip)
         if src.dtype != dst.dtype and dtypes.is_float(src.dtype) != dtypes.is_float(dst.dtype):
             v = v.float()
+        _write_dynamic("dma_copy", dst, v, m, skip)
+
+
+def _skip(mode) -> bool:
+    """``oob_mode``: skip (True) or error (False) on an out-of-bounds dynamic index."""
+    if mode is oob_mode.skip or mode == "skip":
+        return True
+    if mode is None or mode is oob_mode.error or mode == "error":
+        return False
+    fail(f"oob_mode={mode!r} is not an nki.isa.oob_mode value (error or skip)")
+
+
+def _dge(dst, src, mode):
+    """Descriptor generation of a DMA with a dynamic side: (kind, offsets) for the cost."""
+    dyn = [t for t in (src, dst) if t.__class__ is DynamicTensor]
+    if not dyn:
+        return None, 0
+    if any(t.kind == VECTOR for t in dyn):
+        if mode in (dge_mode.hwdge, dge_mode.none):
+            fail(
+                f"nisa.dma_copy: an indirect (vector_offset) access needs software DGE; "
+                f"dge_mode={mode.name} cannot gather or scatter (use dge_mode.swdge or unknown)"
+            )
+        return "swdge", sum(t.shape[0] for t in dyn if t.kind == VECTOR)
+    return ("swdge" if mode is dge_mode.swdge else "hwdge"), 1
+
+
+def _read_dynamic(opcode, src, dst, m, skip):
+    """src's values, and the write mask with the rows a skipped out-of-bounds index drops."""
+    if src.__class__ is not DynamicTensor:
+        return src.read(m), m
+    v, ok = src.gather(opcode, skip, skip_ok=True)
+    if ok is not None:
+        ok = ok.reshape(dst.shape)
+        m = ok if m is None else (m & ok)
+    return v, m
+
+
+def _write_dynamic(opcode, dst, v, m, skip):
+    if dst.__class__ is DynamicTensor:
+        dst.write(v.reshape(dst.shape), m, opcode=opcode, skip=skip, skip_ok=True)
+    else:
         write(dst, v, m)
 
 
@@ -86,9 +131,14 @@ def dma_transpose(
         fail(
             f"nisa.dma_transpose: dst shape {dst.shape} does not match the transposed shape {shape}"
         )
-    record_dma(ex, src.size * dtypes.itemsize(src.dtype))
+    dge, rows = _dge(dst, src, dge_mode)
+    record_dma(ex, src.size * dtypes.itemsize(src.dtype), dge, rows)
     if ex.compute:
-        write(dst, src.read().permute(perm))
+        v, m = _read_dynamic("dma_transpose", src, src, None, _skip(oob_mode))
+        out = v.reshape(src.shape).permute(perm)
+        write(
+            dst, out, None if m is None else m.reshape(src.shape).permute(perm).reshape(dst.shape)
+        )
 
 
 def tensor_copy(dst, src, engine=engine.unknown, name=None, mask=None, dtype=None):

@@ -1,0 +1,261 @@
+"""Dynamic and indirect NKI tensor views: addresses that come from SBUF or a register when the
+instruction runs, not when the kernel is written.
+
+Three kinds, as in AWS's NKI 2.33 API (``NkiTensor.select`` with a tensor index,
+``vector_select``, ``ap(scalar_offset= / vector_offset=, indirect_dim=)``, ``indirect``):
+
+- **scalar** (dynamic addressing): one value, from a 1x1 integer SBUF tile or a
+  ``VirtualRegister``, moves the whole access pattern by ``value * scale`` elements;
+- **vector** (indirect DMA, gather/scatter): row ``p`` of the access starts at
+  ``index[p] * scale`` (HBM tensors, DMA instructions only; AWS's software DGE);
+- **tensor indirection** (NeuronCore-v4): column ``i`` of partition ``p`` is the free-dim
+  element at offset ``index[16 g + i % 16, i // 16]`` of ``p``'s 16-partition group ``g``.
+
+Values are read when an instruction reads or writes the view (a kernel may change the index
+tile or register between building a view and using it, as on hardware). Every access is one
+torch gather (``flat[positions]``) or scatter (``index_put_``) over all elements, never a
+Python loop. An out-of-bounds index is an error naming the kernel line, or, for DMA
+instructions with ``oob_mode=nisa.oob_mode.skip``, skips the rows (or the whole transfer, for
+a scalar offset) that it addresses.
+
+Sources: AWS's NKI 2.33 API stubs (``nki.language.NkiTensor``: ``select``, ``vector_select``,
+``ap``, ``indirect``; ``nki.isa.dma_copy``: "Indirect addressing (gather/scatter)", ``oob_mode``;
+https://github.com/aws-neuron/aws-neuron-sdk/blob/81ce03ae261e12925e53437a0f690478e6366155/nki/api/nki/language/__init__.py),
+"NKI Access Patterns" and "Descriptor Generation Engine (DGE) Reference"
+(https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/deep-dives/nki-aps.html,
+https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/deep-dives/nki-dge.html).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from . import dtypes, running
+from .errors import fail
+from .indexing import host
+from .storage import MemoryRegion
+from .tensor_base import TensorBase
+
+#: partitions that share one row group of a tensor-indirection index (Vector, Scalar and
+#: GpSimd Engines; AWS's ``NkiTensor.indirect`` page: 32 on the Tensor Engine)
+TI_GROUP = 16
+
+SCALAR, VECTOR, TENSOR_INDIRECT = "scalar", "vector", "tensor indirection"
+
+
+def is_register(x) -> bool:
+    """A ``nisa.VirtualRegister`` (isa/registers.py sits above this module: duck-typed)."""
+    return hasattr(x, "loaded") and hasattr(x, "get") and not isinstance(x, TensorBase)
+
+
+def check_index_tile(what: str, index, on_chip_only: bool = True, one: bool = False):
+    """The rules of an index operand: an NKI tile of integers (SBUF for offsets)."""
+    if not isinstance(index, TensorBase) or index.__class__ is DynamicTensor:
+        fail(f"{what}: the index must be an NKI tile (or a register), got {type(index).__name__}")
+    if on_chip_only and index.buffer is not MemoryRegion.sbuf:
+        fail(f"{what}: the index tile must be in SBUF, it is in {index.buffer.value}")
+    if not dtypes.is_int(index.dtype):
+        fail(f"{what}: the index tile must hold integers, got {dtypes.name(index.dtype)}")
+    if one and index.size != 1:
+        fail(f"{what}: a scalar offset is a tile of exactly one element, got shape {index.shape}")
+
+
+class DynamicTensor(TensorBase):
+    """A view whose start (scalar), row starts (vector) or columns (tensor indirection) are
+    read from ``index`` when an instruction runs. ``base`` is the static part: the view at
+    offset 0 of the dynamic term (vector: with the row stride 0)."""
+
+    __slots__ = ("base", "kind", "index", "scale", "limit", "what", "shape", "_fs", "num")
+
+    def __init__(self, base, kind, index, scale, limit, what, shape=None, num=0):
+        self.base = base
+        self.kind = kind
+        self.index = index
+        self.scale = int(scale)
+        self.limit = int(limit)
+        self.what = what  # "t.select(1, idx)": the construct, for messages
+        self.shape = tuple(shape if shape is not None else base.shape)
+        self._fs = None
+        self.num = num
+
+    # ---- what instructions read (the data tensor's)
+    @property
+    def storage(self):
+        return self.base.storage
+
+    @property
+    def dtype(self):
+        return self.base.dtype
+
+    @property
+    def name(self):
+        return self.base.name
+
+    @property
+    def flat(self):
+        return self.base.flat
+
+    def __repr__(self) -> str:
+        return f"DynamicTensor({self.kind} {self.what}, shape={self.shape})"
+
+    def index_tiles(self) -> list:
+        """The tiles the instruction reads besides the data (its dependencies)."""
+        return [self.index] if isinstance(self.index, TensorBase) else []
+
+    def is_indirect(self) -> bool:
+        return True
+
+    def is_contiguous(self) -> bool:
+        return False
+
+    def covers_storage(self) -> bool:
+        return False
+
+    def get_pattern(self) -> list:
+        return self.base.get_pattern()
+
+    def _refuse(self, *args, **kwargs):
+        fail(
+            f"{self.what} is an indirect view: it cannot be viewed, selected or made indirect "
+            f"again (AWS: 'Indirect views cannot be re-indirected'); apply slices, permutes and "
+            f"reshapes before the dynamic select / indirect access"
+        )
+
+    __getitem__ = select = vector_select = indirect = ap = slice = permute = _refuse
+    reshape = reshape_dim = flatten_dims = expand_dim = squeeze_dim = broadcast = _refuse
+    rearrange = view = reinterpret_cast = _refuse
+
+    def __setitem__(self, key, value):
+        self._refuse()
+
+    # ---- addresses
+    def _values(self) -> torch.Tensor:
+        """The index values (int64): one (scalar), one per row (vector), (P, num) (TI)."""
+        x = self.index
+        if self.kind == SCALAR:
+            if is_register(x):
+                v = x.get(f"{self.what}: the offset register")
+                return torch.tensor([0 if v is None else int(v)])
+            return x.read().reshape(-1)[:1].to(torch.int64)
+        raw = x.read().to(torch.int64)
+        if self.kind == VECTOR:
+            # AWS's indirect transpose: indices.T.flatten()[:rows] (a (P, 1) index: index[p])
+            rows = self.shape[0]
+            flat = raw.reshape(raw.shape[0], -1).t().reshape(-1)
+            if flat.numel() < rows:
+                fail(
+                    f"{self.what}: the vector_offset tile has {flat.numel()} offsets for "
+                    f"{rows} rows"
+                )
+            return flat[:rows]
+        # tensor indirection: offset i of partition p's group g is index[g*G + i%G, i//G]
+        P, n = self.shape[0], self.num
+        G = min(TI_GROUP, P)
+        raw = raw.reshape(raw.shape[0], -1)
+        p = torch.arange(P).reshape(P, 1)
+        i = torch.arange(n).reshape(1, n)
+        return raw[(p // G) * G + i % G, i // G]
+
+    def _oob(self, bad_values, opcode, skip_ok):
+        v = int(bad_values.reshape(-1)[0])
+        hint = (
+            "; pass oob_mode=nisa.oob_mode.skip to skip out-of-bounds rows"
+            if skip_ok
+            else "; only DMA instructions (oob_mode=nisa.oob_mode.skip) may skip them"
+        )
+        if self.kind == TENSOR_INDIRECT:
+            fail(
+                f"nisa.{opcode}: {self.what}: offset {v} is outside the {self.limit} free "
+                f"elements of each partition of the data tensor (AWS leaves this undefined)"
+            )
+        fail(
+            f"nisa.{opcode}: {self.what}: dynamic index {v} is out of bounds [0, {self.limit}) "
+            f"or moves the access outside its tensor (oob_mode=error){hint}"
+        )
+
+    def positions(self, opcode: str, skip: bool = False, skip_ok: bool = False):
+        """(element positions in ``flat``, in-bounds mask or None when all are in bounds)."""
+        with host():
+            return self._positions(opcode, skip, skip_ok)
+
+    def _positions(self, opcode, skip, skip_ok):
+        b = self.base
+        numel = b.flat.numel()
+        vals = self._values()
+        if self.kind == TENSOR_INDIRECT:
+            free = b.shape[1:]
+            bad = (vals < 0) | (vals >= self.limit)
+            if bool(bad.any()):
+                self._oob(vals[bad], opcode, False)
+            rem = vals
+            pos = torch.full(vals.shape, b.offset, dtype=torch.int64)
+            pos = pos + torch.arange(self.shape[0]).reshape(-1, 1) * b.strides[0]
+            for size, st in zip(reversed(free), reversed(b.strides[1:]), strict=False):
+                pos = pos + (rem % size) * st
+                rem = rem // size
+            return pos, None
+        # static positions of the pattern (vector: without the row term)
+        static = torch.full((1,) * len(b.shape), b.offset, dtype=torch.int64)
+        for d, (n, st) in enumerate(zip(b.shape, b.strides, strict=False)):
+            shape = [1] * len(b.shape)
+            shape[d] = n
+            static = static + (torch.arange(n) * st).reshape(shape)
+        lo, hi = int(static.min()), int(static.max())
+        if self.kind == SCALAR:
+            v = int(vals[0])
+            start = v * self.scale
+            ok = 0 <= v < self.limit and lo + start >= 0 and hi + start < numel
+            if not ok:
+                if not skip:
+                    self._oob(vals, opcode, skip_ok)
+                return static.expand(b.shape), torch.zeros(self.shape, dtype=torch.bool)
+            return (static + start).expand(b.shape), None
+        rows = vals.reshape((-1,) + (1,) * (len(b.shape) - 1))
+        start = rows * self.scale
+        good = (rows >= 0) & (rows < self.limit) & (lo + start >= 0) & (hi + start < numel)
+        pos = static + start
+        if bool(good.all()):
+            return pos, None
+        if not skip:
+            self._oob(rows[~good], opcode, skip_ok)
+        ok = good.expand(b.shape)
+        return torch.where(ok, pos, torch.zeros_like(pos)), ok
+
+    def gather(self, opcode=None, skip: bool = False, skip_ok: bool = False):
+        """(values, in-bounds mask or None): skipped positions read as zero."""
+        self.storage.materialize()
+        pos, ok = self.positions(opcode or _opcode(), skip, skip_ok)
+        v = self.base.flat[pos.reshape(self.shape)]
+        if ok is not None:
+            ok = ok.reshape(self.shape)
+            v = torch.where(ok, v, torch.zeros((), dtype=v.dtype))
+        return v, ok
+
+    def read(self, mask=None, opcode=None, skip: bool = False, skip_ok: bool = False):
+        return self.gather(opcode, skip, skip_ok)[0]
+
+    def write(self, value, mask=None, opcode=None, skip: bool = False, skip_ok: bool = False):
+        self.storage.materialize()
+        pos, ok = self.positions(opcode or _opcode(), skip, skip_ok)
+        flat = self.base.flat
+        v = value if isinstance(value, torch.Tensor) else torch.tensor(value)
+        if v.numel() == math.prod(self.shape):
+            v = v.reshape(self.shape)
+        v = torch.broadcast_to(v, self.shape).to(flat.dtype)
+        pos = pos.reshape(self.shape)
+        sel = None if ok is None else ok.reshape(self.shape)
+        if mask is not None:
+            sel = mask if sel is None else (sel & mask)
+        if sel is None:
+            # duplicate positions: the last write wins (AWS: the compiler serialises them)
+            flat.index_put_((pos.reshape(-1),), v.reshape(-1))
+        else:
+            sel = torch.broadcast_to(sel, self.shape)
+            flat.index_put_((pos[sel],), v[sel])
+
+
+def _opcode() -> str:
+    ex = getattr(running.slot, "ex", None)
+    return getattr(ex, "opcode", "") or "instruction"
