@@ -121,6 +121,7 @@ def test_dynamic_select_with_a_tile_or_a_register(dtype):
         t = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
         nisa.dma_copy(dst=t, src=i)
         a = nl.ndarray(data.shape[1:], dtype=data.dtype, buffer=nl.sbuf)
+        assert data.select(0, t).is_indirect() and not data.select(0, 1).is_indirect()
         nisa.dma_copy(dst=a, src=data.select(0, t))  # HBM, dim 0, index from SBUF
         r = nisa.register_alloc(t)  # the same index in a register
         b = nl.ndarray(data.shape[1:], dtype=data.dtype, buffer=nl.sbuf)

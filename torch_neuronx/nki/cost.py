@@ -13,7 +13,7 @@ op (the roofline of ``torch_neuronx.perf`` is for whole ops):
   ``VECTOR_FP32_BINARY_CALIBRATION``, fitted to a published profile), with the 16-bit modes
   of NeuronCore-v3/v4 (``perf.roofline.element_rate``; MIN_II ~64 cycles [SHARED]);
 - ``nc_matmul`` takes ``max(N, 64)`` TensorE cycles for N moving columns [NKI1], 4x for fp32
-  inputs and half for fp8 double-row mode [SCHEMA, NKI2];
+  inputs [SCHEMA]; fp8 double-row mode the same cycles for twice the contraction [NKI2];
 - DMA: transfers share the core's DMA bandwidth (16 engines, 368 GB/s per NeuronCore-v3
   [DMA]) and each completes ~1.3 us after it is issued [DMA];
 - SPMD programs are placed round-robin on the physical cores of the logical core (LNC=2: two
@@ -105,11 +105,15 @@ class Timeline:
         return self.element_seconds(Engine.gpsimd, max(1, -(-offsets // 128)), 1, 32)
 
     def matmul_seconds(self, n: int, bits: int, double_row: bool = False) -> float:
+        """Initiation interval of one MultiplyMoving over ``n`` moving columns:
+        ``max(N, MM_INIT_LATENCY)`` TensorE cycles for BF16/FP16/TF32/FP8, "roughly 4x" for
+        FP32 [NKI1, "Tensor Engine: Performance Consideration"]. FP8 double-row: the same
+        cycles as BF16 for twice the contraction ("takes the same amount of time as the
+        regular BF16/FP16 ... sequence with a 128 contraction dimension" [NKI2]), so its
+        throughput doubles through the FLOPs, not a shorter instruction."""
         cycles = max(float(n), self.min_ii)
         if bits >= 32:
             cycles *= 4  # FP32 costs 4x BF16 time [SCHEMA]
-        elif double_row:
-            cycles /= 2
         return cycles / self.clock[Engine.tensor]
 
     def issue(self, engine, seconds, reads, writes, dma=False, after=0.0, extra=0.0) -> float:

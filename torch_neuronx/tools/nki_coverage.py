@@ -2,7 +2,8 @@
 
 Every name of AWS's NKI 2.33 API reference (the ``nki.isa`` and ``nki.language`` index pages,
 https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/nki/api/nki.isa.html and
-.../nki.language.html) is listed with its status, read from ``torch_neuronx.nki`` itself (a
+.../nki.language.html, and the methods of the tensor class ``NkiTensor``, with rows for their
+dynamic forms: dynamic select, ``ap`` offsets, tensor indirection) is listed with its status, read from ``torch_neuronx.nki`` itself (a
 name is covered when it exists and is not a not-simulated stub), and the test files under
 tests/nki that call it. tests/nki/test_coverage_doc.py fails when docs/nki.md's copy of the
 table and this generator disagree.
@@ -45,6 +46,23 @@ float8_e5m2_x4 float8_e4m3fn_x4 float4_e2m1fn_x4
 """.split()
 
 TOP = ["jit", "simulate", "typing.tensor"]
+
+#: the tensor class ``nki.language.NkiTensor`` (attributes and methods of AWS's 2.33 stub,
+#: https://github.com/aws-neuron/aws-neuron-sdk/blob/81ce03ae261e12925e53437a0f690478e6366155/nki/api/nki/language/__init__.py)
+TENSOR = """
+shape strides offset name dtype buffer ndim size is_contiguous get_pattern is_indirect
+__getitem__ __setitem__ permute broadcast expand_dim squeeze_dim reshape_dim flatten_dims
+reshape rearrange slice select vector_select ap view reinterpret_cast indirect
+""".split()
+
+#: the dynamic forms of those methods, which a name alone does not show: (row, the function
+#: that implements it, a regex naming it in a test)
+TENSOR_FEATURES = [
+    ("select(dim, tile or register)", "_dynamic_select", r"\.select\(\d, (?!\d)"),
+    ("ap(scalar_offset=)", "_indirect_ap", r"scalar_offset="),
+    ("ap(vector_offset=) (indirect DMA)", "_indirect_ap", r"vector_offset="),
+    ("indirect(index) on instructions", "indirect", r"\.indirect\("),
+]
 
 
 def _status(module, name) -> str:
@@ -90,6 +108,32 @@ def _tests_for(prefix, name, sources) -> str:
     return ", ".join(hits[:2]) + (" ..." if len(hits) > 2 else "") if hits else "-"
 
 
+def _method_tests(name, sources, pattern=None) -> str:
+    pat = re.compile(pattern or rf"\.{re.escape(name)}\b")
+    hits = [f for f, text in sources.items() if pat.search(text)]
+    return ", ".join(hits[:2]) + (" ..." if len(hits) > 2 else "") if hits else "-"
+
+
+def _tensor_rows(sources) -> list:
+    from torch_neuronx.nki.tensor import NkiTensor
+
+    out = []
+    for n in TENSOR:
+        st = _status(NkiTensor, n)
+        out.append(dict(group="NkiTensor", name=n, status=st, tests=_method_tests(n, sources)))
+    for label, impl, pattern in TENSOR_FEATURES:
+        st = _status(NkiTensor, impl)
+        out.append(
+            dict(
+                group="NkiTensor",
+                name=label,
+                status=st,
+                tests=_method_tests(label, sources, pattern),
+            )
+        )
+    return out
+
+
 def rows():
     from torch_neuronx import nki
     from torch_neuronx.nki import isa, language
@@ -104,13 +148,13 @@ def rows():
         for n in names:
             st = _status(module, n)
             out.append(dict(group=group, name=n, status=st, tests=_tests_for(prefix, n, sources)))
-    return out
+    return out + _tensor_rows(sources)
 
 
 def markdown() -> str:
     rs = rows()
     lines = [BEGIN, ""]
-    for group in ("nki", "nki.isa", "nki.language"):
+    for group in ("nki", "nki.isa", "nki.language", "NkiTensor"):
         g = [r for r in rs if r["group"] == group]
         cov = sum(r["status"] == "covered" for r in g)
         lines += [
