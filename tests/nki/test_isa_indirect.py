@@ -325,3 +325,25 @@ def test_tensor_indirection_on_neuroncore_v4(py):
     """,
         env={"TORCH_NEURONX_EMULATED_INSTANCE": "trn3.3xlarge"},
     )
+
+
+def test_out_of_bounds_scalar_offset_skips_the_whole_transfer():
+    @nki.jit
+    def k(data, i):
+        t = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=i)
+        s = nl.ndarray(data.shape[1:], dtype=data.dtype, buffer=nl.sbuf)
+        nisa.memset(dst=s, value=-3.0)
+        nisa.dma_copy(dst=s, src=data.select(0, t), oob_mode=nisa.oob_mode.skip)
+        out = nl.ndarray(data.shape[1:], dtype=data.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=s)
+        # scatter side: a skipped write leaves the tensor as it was
+        nisa.dma_copy(dst=data.select(0, t), src=s, oob_mode=nisa.oob_mode.skip)
+        return out
+
+    data = torch.randn(4, 16, 8)
+    dev = data.to("neuron")
+    out = k(dev, torch.tensor([[4]], dtype=torch.int32).to("neuron")).cpu()
+    assert torch.equal(out, torch.full((16, 8), -3.0)) and torch.equal(dev.cpu(), data)
+    out = k(dev, torch.tensor([[1]], dtype=torch.int32).to("neuron")).cpu()
+    assert torch.equal(out, data[1]) and torch.equal(dev.cpu(), data)  # row 1 written back

@@ -178,58 +178,80 @@ class DynamicTensor(TensorBase):
     def positions(self, opcode: str, skip: bool = False, skip_ok: bool = False):
         """(element positions in ``flat``, in-bounds mask or None when all are in bounds)."""
         with host():
-            return self._positions(opcode, skip, skip_ok)
+            if self.kind == TENSOR_INDIRECT:
+                return self._ti_positions(opcode), None
+            starts, good = self._starts(opcode, skip, skip_ok)
+            b = self.base
+            pos = torch.full((1,) * len(b.shape), 0, dtype=torch.int64)
+            for d, (n, st) in enumerate(zip(b.shape, b.strides, strict=False)):
+                shape = [1] * len(b.shape)
+                shape[d] = n
+                pos = pos + (torch.arange(n) * st).reshape(shape)
+            pos = pos + starts.reshape((-1,) + (1,) * (len(b.shape) - 1))
+            pos = pos.expand(b.shape)
+            if good is None:
+                return pos, None
+            ok = good.reshape((-1,) + (1,) * (len(b.shape) - 1)).expand(b.shape)
+            return torch.where(ok, pos, torch.zeros_like(pos)), ok
 
-    def _positions(self, opcode, skip, skip_ok):
+    def _ti_positions(self, opcode):
+        b = self.base
+        vals = self._values()
+        bad = (vals < 0) | (vals >= self.limit)
+        if bool(bad.any()):
+            self._oob(vals[bad], opcode, False)
+        rem = vals
+        pos = torch.full(vals.shape, b.offset, dtype=torch.int64)
+        pos = pos + torch.arange(self.shape[0]).reshape(-1, 1) * b.strides[0]
+        for size, st in zip(reversed(b.shape[1:]), reversed(b.strides[1:]), strict=False):
+            pos = pos + (rem % size) * st
+            rem = rem // size
+        return pos
+
+    def _starts(self, opcode, skip, skip_ok):
+        """Scalar/vector: the start element of the access (one) or of each row (vector),
+        ``base.offset`` included, and which are in bounds (None: all). Out-of-bounds indices
+        raise unless ``skip``; a skipped start reads as 0."""
         b = self.base
         numel = b.flat.numel()
+        lo = sum((n - 1) * st for n, st in zip(b.shape, b.strides, strict=False) if st < 0)
+        hi = sum((n - 1) * st for n, st in zip(b.shape, b.strides, strict=False) if st > 0)
         vals = self._values()
-        if self.kind == TENSOR_INDIRECT:
-            free = b.shape[1:]
-            bad = (vals < 0) | (vals >= self.limit)
-            if bool(bad.any()):
-                self._oob(vals[bad], opcode, False)
-            rem = vals
-            pos = torch.full(vals.shape, b.offset, dtype=torch.int64)
-            pos = pos + torch.arange(self.shape[0]).reshape(-1, 1) * b.strides[0]
-            for size, st in zip(reversed(free), reversed(b.strides[1:]), strict=False):
-                pos = pos + (rem % size) * st
-                rem = rem // size
-            return pos, None
-        # static positions of the pattern (vector: without the row term)
-        static = torch.full((1,) * len(b.shape), b.offset, dtype=torch.int64)
-        for d, (n, st) in enumerate(zip(b.shape, b.strides, strict=False)):
-            shape = [1] * len(b.shape)
-            shape[d] = n
-            static = static + (torch.arange(n) * st).reshape(shape)
-        lo, hi = int(static.min()), int(static.max())
-        if self.kind == SCALAR:
-            v = int(vals[0])
-            start = v * self.scale
-            ok = 0 <= v < self.limit and lo + start >= 0 and hi + start < numel
-            if not ok:
-                if not skip:
-                    self._oob(vals, opcode, skip_ok)
-                return static.expand(b.shape), torch.zeros(self.shape, dtype=torch.bool)
-            return (static + start).expand(b.shape), None
-        rows = vals.reshape((-1,) + (1,) * (len(b.shape) - 1))
-        start = rows * self.scale
-        good = (rows >= 0) & (rows < self.limit) & (lo + start >= 0) & (hi + start < numel)
-        pos = static + start
+        starts = b.offset + vals * self.scale
+        good = (vals >= 0) & (vals < self.limit) & (starts + lo >= 0) & (starts + hi < numel)
         if bool(good.all()):
-            return pos, None
+            return starts, None
         if not skip:
-            self._oob(rows[~good], opcode, skip_ok)
-        ok = good.expand(b.shape)
-        return torch.where(ok, pos, torch.zeros_like(pos)), ok
+            self._oob(vals[~good], opcode, skip_ok)
+        return torch.where(good, starts, torch.zeros_like(starts)), good
 
     def gather(self, opcode=None, skip: bool = False, skip_ok: bool = False):
-        """(values, in-bounds mask or None): skipped positions read as zero."""
+        """(values, in-bounds mask or None): skipped positions read as zero. A scalar offset
+        is a strided view; vector rows are one ``index_select`` over a view whose rows start
+        at every element (no per-element positions)."""
         self.storage.materialize()
-        pos, ok = self.positions(opcode or _opcode(), skip, skip_ok)
-        v = self.base.flat[pos.reshape(self.shape)]
+        opcode = opcode or _opcode()
+        b = self.base
+        flat = b.flat
+        if self.kind == TENSOR_INDIRECT:
+            return flat[self.positions(opcode)[0]], None
+        with host():
+            starts, good = self._starts(opcode, skip, skip_ok)
+        if self.kind == SCALAR:
+            v = flat.as_strided(b.shape, b.strides, int(starts[0]))
+            if good is not None:
+                return torch.zeros(self.shape, dtype=v.dtype), torch.zeros(self.shape, dtype=bool)
+            return v, None
+        inner, istr = b.shape[1:], b.strides[1:]
+        if any(st < 0 for st in istr):  # torch views need non-negative strides: positions
+            pos, ok = self.positions(opcode, skip, skip_ok)
+            v = flat[pos]
+        else:
+            ext = sum((n - 1) * st for n, st in zip(inner, istr, strict=False))
+            rows = flat.as_strided((max(1, flat.numel() - ext),) + inner, (1,) + istr, 0)
+            v = rows.index_select(0, starts)
+            ok = None if good is None else good.reshape((-1,) + (1,) * len(inner)).expand(b.shape)
         if ok is not None:
-            ok = ok.reshape(self.shape)
             v = torch.where(ok, v, torch.zeros((), dtype=v.dtype))
         return v, ok
 
@@ -238,12 +260,22 @@ class DynamicTensor(TensorBase):
 
     def write(self, value, mask=None, opcode=None, skip: bool = False, skip_ok: bool = False):
         self.storage.materialize()
-        pos, ok = self.positions(opcode or _opcode(), skip, skip_ok)
+        opcode = opcode or _opcode()
         flat = self.base.flat
         v = value if isinstance(value, torch.Tensor) else torch.tensor(value)
         if v.numel() == math.prod(self.shape):
             v = v.reshape(self.shape)
         v = torch.broadcast_to(v, self.shape).to(flat.dtype)
+        if self.kind == SCALAR:
+            b = self.base
+            with host():
+                starts, good = self._starts(opcode, skip, skip_ok)
+            if good is not None:
+                return  # skipped: the whole transfer
+            view = flat.as_strided(b.shape, b.strides, int(starts[0]))
+            view.copy_(v if mask is None else torch.where(mask, v, view))
+            return
+        pos, ok = self.positions(opcode, skip, skip_ok)
         pos = pos.reshape(self.shape)
         sel = None if ok is None else ok.reshape(self.shape)
         if mask is not None:
