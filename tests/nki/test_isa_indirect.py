@@ -347,3 +347,29 @@ def test_out_of_bounds_scalar_offset_skips_the_whole_transfer():
     assert torch.equal(out, torch.full((16, 8), -3.0)) and torch.equal(dev.cpu(), data)
     out = k(dev, torch.tensor([[1]], dtype=torch.int32).to("neuron")).cpu()
     assert torch.equal(out, data[1]) and torch.equal(dev.cpu(), data)  # row 1 written back
+
+
+@pytest.mark.parametrize("cols", [1, 2])
+def test_indirect_dma_transpose_matches_gather_then_transpose(cols):
+    # AWS's DGE page: dst = src[indices.T.flatten()[:src.shape[0]], :].T
+    P = 128 if cols > 1 else 64
+    F = 96
+
+    @nki.jit
+    def k(data, indices):
+        idx = nl.ndarray(indices.shape, dtype=nl.uint32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=idx, src=indices)
+        t = nl.ndarray((F, P), dtype=data.dtype, buffer=nl.sbuf)
+        src = data.ap(pattern=[[F, P], [1, F]], vector_offset=idx, indirect_dim=0)
+        nisa.dma_transpose(dst=t, src=src)
+        out = nl.ndarray((F, P), dtype=data.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    data = torch.randn(300, F).to(torch.bfloat16)
+    ind = torch.randint(0, 300, (P if cols == 1 else 128, cols))
+    out = k(*on_dev(data, ind.to(torch.int32))).cpu()
+    rows = ind.t().reshape(-1)[:P]
+    assert torch.equal(out, data[rows].t())
+    with pytest.raises(NkiValidationError, match="2-byte dtype"):
+        k(*on_dev(data.float(), ind.to(torch.int32)))

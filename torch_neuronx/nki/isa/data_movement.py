@@ -131,6 +131,10 @@ def dma_transpose(
         fail(
             f"nisa.dma_transpose: dst shape {dst.shape} does not match the transposed shape {shape}"
         )
+    if dst.__class__ is DynamicTensor:
+        fail("nisa.dma_transpose: dst cannot be a dynamic view (AWS: indirect src only)")
+    if src.__class__ is DynamicTensor and src.kind == VECTOR:
+        _indirect_transpose_rules(ex, src)
     dge, rows = _dge(dst, src, dge_mode)
     record_dma(ex, src.size * dtypes.itemsize(src.dtype), dge, rows)
     if ex.compute:
@@ -139,6 +143,31 @@ def dma_transpose(
         write(
             dst, out, None if m is None else m.reshape(src.shape).permute(perm).reshape(dst.shape)
         )
+
+
+def _indirect_transpose_rules(ex, src):
+    """Software DGE's constraints on an indirect transpose (AWS, "Descriptor Generation Engine
+    (DGE) Reference", swdge: indirect transpose)."""
+    idx = src.index
+    why = None
+    if ex.target.nc_version < 3:
+        why = "needs NeuronCore-v3 or newer"
+    elif dtypes.itemsize(src.dtype) != 2:
+        why = f"src must be a 2-byte dtype (float16/bfloat16), got {dtypes.name(src.dtype)}"
+    elif src.shape[-1] > 128:
+        why = f"src.shape[-1] must be <= 128, got {src.shape[-1]}"
+    elif src.shape[0] % 16:
+        why = f"src.shape[0] must be a multiple of 16, got {src.shape[0]}"
+    elif len(src.shape) == 4 and 1 not in (src.shape[1], src.shape[2]):
+        why = f"a 4-D src needs shape[1] or shape[2] == 1, got {src.shape}"
+    elif idx.dtype is not torch.uint32 or len(idx.shape) != 2:
+        why = f"the index must be a 2-D uint32 tile, got {dtypes.name(idx.dtype)} {idx.shape}"
+    elif not (16 <= idx.shape[0] <= 128 and idx.shape[0] % 16 == 0):
+        why = f"index.shape[0] must be in [16, 128] and a multiple of 16, got {idx.shape[0]}"
+    elif idx.shape[1] > 1 and idx.shape[0] != 128:
+        why = f"an index with {idx.shape[1]} columns needs 128 partitions, got {idx.shape[0]}"
+    if why:
+        fail(f"nisa.dma_transpose: indirect src ({src.what}): {why}")
 
 
 def tensor_copy(dst, src, engine=engine.unknown, name=None, mask=None, dtype=None):
