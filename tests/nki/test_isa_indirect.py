@@ -373,3 +373,40 @@ def test_indirect_dma_transpose_matches_gather_then_transpose(cols):
     assert torch.equal(out, data[rows].t())
     with pytest.raises(NkiValidationError, match="2-byte dtype"):
         k(*on_dev(data.float(), ind.to(torch.int32)))
+
+
+def test_scalar_offset_skips_only_the_rows_past_the_end():
+    # the idiom of AWS's nki-library indexed_flatten: blocks written at a dynamic block offset,
+    # the rows (DMA partitions) past the output's end skipped by oob_mode=skip
+    @nki.jit
+    def k(src, off, out):
+        P, F = src.shape
+        o = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=o, src=off)
+        s = nl.ndarray((P, F), dtype=src.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=s, src=src)
+        dst = out.ap(pattern=[[F, P], [1, F]], offset=0, scalar_offset=o, indirect_dim=0)
+        nisa.dma_copy(dst=dst, src=s, oob_mode=nisa.oob_mode.skip)
+        return out
+
+    src = torch.randn(16, 8)
+    for start, written in ((20, 12), (0, 16), (-1000000, 0), (40, 0)):
+        out = torch.full((32, 8), -1.0)
+        got = k(*on_dev(src, torch.tensor([[start]], dtype=torch.int32), out)).cpu()
+        ref = out.clone()
+        if written:
+            ref[max(start, 0) : max(start, 0) + written] = src[:written]
+        assert torch.equal(got, ref), start
+
+    @nki.jit
+    def k_err(src, off, out):
+        P, F = src.shape
+        o = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=o, src=off)
+        s = nl.ndarray((P, F), dtype=src.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=s, src=src)
+        nisa.dma_copy(dst=out.ap([[F, P], [1, F]], scalar_offset=o, indirect_dim=0), src=s)
+        return out
+
+    with pytest.raises(NkiValidationError, match="dynamic index 20"):  # oob_mode=error
+        k_err(*on_dev(src, torch.tensor([[20]], dtype=torch.int32), torch.zeros(32, 8)))

@@ -182,17 +182,16 @@ class DynamicTensor(TensorBase):
                 return self._ti_positions(opcode), None
             starts, good = self._starts(opcode, skip, skip_ok)
             b = self.base
-            pos = torch.full((1,) * len(b.shape), 0, dtype=torch.int64)
-            for d, (n, st) in enumerate(zip(b.shape, b.strides, strict=False)):
-                shape = [1] * len(b.shape)
-                shape[d] = n
-                pos = pos + (torch.arange(n) * st).reshape(shape)
-            pos = pos + starts.reshape((-1,) + (1,) * (len(b.shape) - 1))
-            pos = pos.expand(b.shape)
+            nd = len(b.shape)
+            pos = torch.zeros((1,) * nd, dtype=torch.int64)
+            for d in range(1, nd):
+                shape = [1] * nd
+                shape[d] = b.shape[d]
+                pos = pos + (torch.arange(b.shape[d]) * b.strides[d]).reshape(shape)
+            pos = (pos + starts.reshape((-1,) + (1,) * (nd - 1))).expand(b.shape)
             if good is None:
                 return pos, None
-            ok = good.reshape((-1,) + (1,) * (len(b.shape) - 1)).expand(b.shape)
-            return torch.where(ok, pos, torch.zeros_like(pos)), ok
+            return pos, good.reshape((-1,) + (1,) * (nd - 1)).expand(b.shape)
 
     def _ti_positions(self, opcode):
         b = self.base
@@ -209,25 +208,28 @@ class DynamicTensor(TensorBase):
         return pos
 
     def _starts(self, opcode, skip, skip_ok):
-        """Scalar/vector: the start element of the access (one) or of each row (vector),
-        ``base.offset`` included, and which are in bounds (None: all). Out-of-bounds indices
-        raise unless ``skip``; a skipped start reads as 0."""
+        """The start element of each row (the pattern's first dim: a DMA partition) with
+        the dynamic term, ``base.offset`` included, and which rows are in bounds (None: all).
+        A row is out of bounds when its index is outside ``[0, limit)`` or its elements leave
+        the tensor; that raises unless ``skip`` (the DMA then skips those rows, as AWS's
+        nki-library ``indexed_flatten`` relies on); a skipped row's start reads as 0."""
         b = self.base
         numel = b.flat.numel()
-        lo = sum((n - 1) * st for n, st in zip(b.shape, b.strides, strict=False) if st < 0)
-        hi = sum((n - 1) * st for n, st in zip(b.shape, b.strides, strict=False) if st > 0)
-        vals = self._values()
-        starts = b.offset + vals * self.scale
+        inner = list(zip(b.shape[1:], b.strides[1:], strict=False))
+        lo = sum((n - 1) * st for n, st in inner if st < 0)
+        hi = sum((n - 1) * st for n, st in inner if st > 0)
+        vals = self._values()  # (1,) scalar, (rows,) vector
+        starts = b.offset + torch.arange(b.shape[0]) * b.strides[0] + vals * self.scale
         good = (vals >= 0) & (vals < self.limit) & (starts + lo >= 0) & (starts + hi < numel)
         if bool(good.all()):
             return starts, None
         if not skip:
-            self._oob(vals[~good], opcode, skip_ok)
+            self._oob(vals.expand(good.shape)[~good], opcode, skip_ok)
         return torch.where(good, starts, torch.zeros_like(starts)), good
 
     def gather(self, opcode=None, skip: bool = False, skip_ok: bool = False):
-        """(values, in-bounds mask or None): skipped positions read as zero. A scalar offset
-        is a strided view; vector rows are one ``index_select`` over a view whose rows start
+        """(values, in-bounds mask or None): skipped rows read as zero. A scalar offset in
+        bounds is a strided view; rows are one ``index_select`` over a view whose rows start
         at every element (no per-element positions)."""
         self.storage.materialize()
         opcode = opcode or _opcode()
@@ -237,20 +239,16 @@ class DynamicTensor(TensorBase):
             return flat[self.positions(opcode)[0]], None
         with host():
             starts, good = self._starts(opcode, skip, skip_ok)
-        if self.kind == SCALAR:
-            v = flat.as_strided(b.shape, b.strides, int(starts[0]))
-            if good is not None:
-                return torch.zeros(self.shape, dtype=v.dtype), torch.zeros(self.shape, dtype=bool)
-            return v, None
+        if self.kind == SCALAR and good is None:
+            return flat.as_strided(b.shape, b.strides, int(starts[0])), None
         inner, istr = b.shape[1:], b.strides[1:]
+        ok = None if good is None else good.reshape((-1,) + (1,) * len(inner)).expand(b.shape)
         if any(st < 0 for st in istr):  # torch views need non-negative strides: positions
-            pos, ok = self.positions(opcode, skip, skip_ok)
-            v = flat[pos]
+            v = flat[self.positions(opcode, skip, skip_ok)[0]]
         else:
             ext = sum((n - 1) * st for n, st in zip(inner, istr, strict=False))
             rows = flat.as_strided((max(1, flat.numel() - ext),) + inner, (1,) + istr, 0)
             v = rows.index_select(0, starts)
-            ok = None if good is None else good.reshape((-1,) + (1,) * len(inner)).expand(b.shape)
         if ok is not None:
             v = torch.where(ok, v, torch.zeros((), dtype=v.dtype))
         return v, ok
@@ -270,11 +268,10 @@ class DynamicTensor(TensorBase):
             b = self.base
             with host():
                 starts, good = self._starts(opcode, skip, skip_ok)
-            if good is not None:
-                return  # skipped: the whole transfer
-            view = flat.as_strided(b.shape, b.strides, int(starts[0]))
-            view.copy_(v if mask is None else torch.where(mask, v, view))
-            return
+            if good is None:  # in bounds: a strided view
+                view = flat.as_strided(b.shape, b.strides, int(starts[0]))
+                view.copy_(v if mask is None else torch.where(mask, v, view))
+                return
         pos, ok = self.positions(opcode, skip, skip_ok)
         pos = pos.reshape(self.shape)
         sel = None if ok is None else ok.reshape(self.shape)
