@@ -12,11 +12,11 @@ Three kinds, as in AWS's NKI 2.33 API (``NkiTensor.select`` with a tensor index,
   element at offset ``index[16 g + i % 16, i // 16]`` of ``p``'s 16-partition group ``g``.
 
 Values are read when an instruction reads or writes the view (a kernel may change the index
-tile or register between building a view and using it, as on hardware). Every access is one
-torch gather (``flat[positions]``) or scatter (``index_put_``) over all elements, never a
-Python loop. An out-of-bounds index is an error naming the kernel line, or, for DMA
-instructions with ``oob_mode=nisa.oob_mode.skip``, skips the rows (or the whole transfer, for
-a scalar offset) that it addresses.
+tile or register between building a view and using it, as on hardware). Every access is a
+strided view (a scalar offset in bounds), one ``index_select`` of rows, or one torch gather /
+scatter over element positions, never a Python loop. An out-of-bounds row (an index outside
+its dim, or elements outside the tensor) is an error naming the kernel line, or, for DMA
+instructions with ``oob_mode=nisa.oob_mode.skip``, a row the transfer skips.
 
 Sources: AWS's NKI 2.33 API stubs (``nki.language.NkiTensor``: ``select``, ``vector_select``,
 ``ap``, ``indirect``; ``nki.isa.dma_copy``: "Indirect addressing (gather/scatter)", ``oob_mode``;
