@@ -34,7 +34,6 @@ import torch
 
 from . import dtypes, running
 from .errors import fail
-from .indexing import host
 from .storage import MemoryRegion
 from .tensor_base import TensorBase
 
@@ -143,7 +142,10 @@ class DynamicTensor(TensorBase):
         if self.kind == VECTOR:
             # AWS's indirect transpose: indices.T.flatten()[:rows] (a (P, 1) index: index[p])
             rows = self.shape[0]
-            flat = raw.reshape(raw.shape[0], -1).t().reshape(-1)
+            if x.free_size == 1:
+                flat = raw.reshape(-1)
+            else:
+                flat = raw.reshape(raw.shape[0], -1).t().reshape(-1)
             if flat.numel() < rows:
                 fail(
                     f"{self.what}: the vector_offset tile has {flat.numel()} offsets for "
@@ -177,21 +179,20 @@ class DynamicTensor(TensorBase):
 
     def positions(self, opcode: str, skip: bool = False, skip_ok: bool = False):
         """(element positions in ``flat``, in-bounds mask or None when all are in bounds)."""
-        with host():
-            if self.kind == TENSOR_INDIRECT:
-                return self._ti_positions(opcode), None
-            starts, good = self._starts(opcode, skip, skip_ok)
-            b = self.base
-            nd = len(b.shape)
-            pos = torch.zeros((1,) * nd, dtype=torch.int64)
-            for d in range(1, nd):
-                shape = [1] * nd
-                shape[d] = b.shape[d]
-                pos = pos + (torch.arange(b.shape[d]) * b.strides[d]).reshape(shape)
-            pos = (pos + starts.reshape((-1,) + (1,) * (nd - 1))).expand(b.shape)
-            if good is None:
-                return pos, None
-            return pos, good.reshape((-1,) + (1,) * (nd - 1)).expand(b.shape)
+        if self.kind == TENSOR_INDIRECT:
+            return self._ti_positions(opcode), None
+        starts, good = self._starts(opcode, skip, skip_ok)
+        b = self.base
+        nd = len(b.shape)
+        pos = torch.zeros((1,) * nd, dtype=torch.int64)
+        for d in range(1, nd):
+            shape = [1] * nd
+            shape[d] = b.shape[d]
+            pos = pos + (torch.arange(b.shape[d]) * b.strides[d]).reshape(shape)
+        pos = (pos + starts.reshape((-1,) + (1,) * (nd - 1))).expand(b.shape)
+        if good is None:
+            return pos, None
+        return pos, good.reshape((-1,) + (1,) * (nd - 1)).expand(b.shape)
 
     def _ti_positions(self, opcode):
         b = self.base
@@ -218,8 +219,24 @@ class DynamicTensor(TensorBase):
         inner = list(zip(b.shape[1:], b.strides[1:], strict=False))
         lo = sum((n - 1) * st for n, st in inner if st < 0)
         hi = sum((n - 1) * st for n, st in inner if st > 0)
+        rows, st0, scale = b.shape[0], b.strides[0], self.scale
         vals = self._values()  # (1,) scalar, (rows,) vector
-        starts = b.offset + torch.arange(b.shape[0]) * b.strides[0] + vals * self.scale
+        # fast check on the extremes (Python ints): the common case, every row in bounds
+        if self.kind == SCALAR:
+            vmin = vmax = int(vals[0])
+        else:
+            vmin, vmax = (int(x) for x in vals.aminmax())
+        span = (rows - 1) * st0
+        first = b.offset + min(vmin * scale, vmax * scale) + min(0, span) + lo
+        last = b.offset + max(vmin * scale, vmax * scale) + max(0, span) + hi
+        if 0 <= vmin and vmax < self.limit and first >= 0 and last < numel:
+            if self.kind == SCALAR:
+                start = b.offset + vmin * scale
+                return (
+                    torch.arange(rows) * st0 + start if rows > 1 else torch.tensor([start])
+                ), None
+            return vals * scale + b.offset, None  # vector rows: the base's row stride is 0
+        starts = b.offset + torch.arange(rows) * st0 + vals * scale
         good = (vals >= 0) & (vals < self.limit) & (starts + lo >= 0) & (starts + hi < numel)
         if bool(good.all()):
             return starts, None
@@ -227,7 +244,7 @@ class DynamicTensor(TensorBase):
             self._oob(vals.expand(good.shape)[~good], opcode, skip_ok)
         return torch.where(good, starts, torch.zeros_like(starts)), good
 
-    def gather(self, opcode=None, skip: bool = False, skip_ok: bool = False):
+    def gather(self, opcode=None, skip: bool = False, skip_ok: bool = False, out=None):
         """(values, in-bounds mask or None): skipped rows read as zero. A scalar offset in
         bounds is a strided view; rows are one ``index_select`` over a view whose rows start
         at every element (no per-element positions)."""
@@ -237,8 +254,7 @@ class DynamicTensor(TensorBase):
         flat = b.flat
         if self.kind == TENSOR_INDIRECT:
             return flat[self.positions(opcode)[0]], None
-        with host():
-            starts, good = self._starts(opcode, skip, skip_ok)
+        starts, good = self._starts(opcode, skip, skip_ok)
         if self.kind == SCALAR and good is None:
             return flat.as_strided(b.shape, b.strides, int(starts[0])), None
         inner, istr = b.shape[1:], b.strides[1:]
@@ -246,9 +262,7 @@ class DynamicTensor(TensorBase):
         if any(st < 0 for st in istr):  # torch views need non-negative strides: positions
             v = flat[self.positions(opcode, skip, skip_ok)[0]]
         else:
-            ext = sum((n - 1) * st for n, st in zip(inner, istr, strict=False))
-            rows = flat.as_strided((max(1, flat.numel() - ext),) + inner, (1,) + istr, 0)
-            v = rows.index_select(0, starts)
+            v = _rows(flat, starts, inner, istr, self.scale, b, out if ok is None else None)
         if ok is not None:
             v = torch.where(ok, v, torch.zeros((), dtype=v.dtype))
         return v, ok
@@ -266,8 +280,7 @@ class DynamicTensor(TensorBase):
         v = torch.broadcast_to(v, self.shape).to(flat.dtype)
         if self.kind == SCALAR:
             b = self.base
-            with host():
-                starts, good = self._starts(opcode, skip, skip_ok)
+            starts, good = self._starts(opcode, skip, skip_ok)
             if good is None:  # in bounds: a strided view
                 view = flat.as_strided(b.shape, b.strides, int(starts[0]))
                 view.copy_(v if mask is None else torch.where(mask, v, view))
@@ -283,6 +296,29 @@ class DynamicTensor(TensorBase):
         else:
             sel = torch.broadcast_to(sel, self.shape)
             flat.index_put_((pos[sel],), v[sel])
+
+
+def _rows(flat, starts, inner, istr, scale, b, out=None):
+    """``flat`` gathered at rows starting at ``starts`` with the inner pattern. When every
+    start is ``c0`` past a multiple of ``scale`` and the pattern fits in ``scale`` elements
+    (an embedding table's rows), one ``index_select`` of whole contiguous blocks; otherwise
+    one over a view whose rows start at every element."""
+    ext = sum((n - 1) * st for n, st in zip(inner, istr, strict=False))
+    n = flat.numel()
+    if scale > 0 and b.strides[0] % scale == 0 and flat.is_contiguous():
+        c0 = b.offset % scale
+        if c0 + ext < scale and n >= scale:
+            blocks = flat[: (n // scale) * scale].view(n // scale, scale)
+            r = torch.div(starts, scale, rounding_mode="floor")
+            whole = c0 == 0 and ext == scale - 1 and len(inner) == 1 and istr[-1] == 1
+            if whole and out is not None and out.shape == (len(r), scale):
+                return torch.index_select(blocks, 0, r, out=out)  # straight into dst's memory
+            got = blocks.index_select(0, r)
+            if whole:
+                return got  # whole rows
+            return got.as_strided((got.shape[0],) + inner, (scale,) + istr, c0)
+    rows = flat.as_strided((max(1, n - ext),) + inner, (1,) + istr, 0)
+    return rows.index_select(0, starts)
 
 
 def _opcode() -> str:

@@ -22,6 +22,7 @@ from ..isa_common import (
     unary_operands,
     write,
 )
+from ..tensor import NkiTensor
 from .arguments import engine_name, mask_of
 from .enums import dge_mode, engine, oob_mode
 
@@ -53,7 +54,11 @@ def dma_copy(
     if ex.compute:
         m = mask_of(mask, dst)
         skip = _skip(oob_mode)
-        v, m = _read_dynamic("dma_copy", src, dst, m, skip)
+        out = _direct_out(src, dst, m)
+        v, m = _read_dynamic("dma_copy", src, dst, m, skip, out)
+        if out is not None and v is out:
+            dst.storage.pending = None  # gathered straight into dst: every element written
+            return
         if src.dtype != dst.dtype and dtypes.is_float(src.dtype) != dtypes.is_float(dst.dtype):
             v = v.float()
         _write_dynamic("dma_copy", dst, v, m, skip)
@@ -83,15 +88,36 @@ def _dge(dst, src, mode):
     return ("swdge" if mode is dge_mode.swdge else "hwdge"), 1
 
 
-def _read_dynamic(opcode, src, dst, m, skip):
-    """src's values, and the write mask with the rows a skipped out-of-bounds index drops."""
+def _read_dynamic(opcode, src, dst, m, skip, out=None):
+    """src's values, and the write mask with the rows a skipped out-of-bounds index drops
+    (``out``: where a gather may put them directly)."""
     if src.__class__ is not DynamicTensor:
         return src.read(m), m
-    v, ok = src.gather(opcode, skip, skip_ok=True)
+    v, ok = src.gather(opcode, skip, skip_ok=True, out=out)
     if ok is not None:
         ok = ok.reshape(dst.shape)
         m = ok if m is None else (m & ok)
     return v, m
+
+
+def _direct_out(src, dst, m):
+    """dst's memory when a gather can land there directly (a plain contiguous tile of src's
+    dtype and shape, no mask, not src's storage): saves a tile-sized temporary and a copy."""
+    if (
+        src.__class__ is not DynamicTensor
+        or m is not None
+        or dst.__class__ is not NkiTensor
+        or dst.dtype != src.dtype
+        or dst.shape != src.shape
+        or dst.storage is src.storage
+        or not dst.is_contiguous()
+    ):
+        return None
+    st = dst.storage
+    if st.pending is not None and not dst.covers_storage():
+        return None  # the rest of the tile must still get the uninitialised pattern first
+    t = dst.flat.as_strided(dst.shape, dst.strides, dst.offset)  # no fill: it is overwritten
+    return t if t.is_contiguous() else None
 
 
 def _write_dynamic(opcode, dst, v, m, skip):
@@ -222,7 +248,9 @@ def memset(dst, value, engine=engine.unknown, name=None, mask=None):
     record(ex, eng, dst)
     if ex.compute:
         m = mask_of(mask, dst)
-        if m is None and hasattr(dst, "tensor"):
+        # (not hasattr(dst, "tensor"): reading that property fills a new tile's uninitialised
+        # pattern, a wasted pass over memory the memset overwrites)
+        if m is None and dst.__class__ is NkiTensor:
             if dst.storage.pending is not None and dst.covers_storage():
                 dst.storage.pending = None  # the memset writes every element
             dst.tensor.fill_(value)
