@@ -410,3 +410,20 @@ def test_scalar_offset_skips_only_the_rows_past_the_end():
 
     with pytest.raises(NkiValidationError, match="dynamic index 20"):  # oob_mode=error
         k_err(*on_dev(src, torch.tensor([[20]], dtype=torch.int32), torch.zeros(32, 8)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_language_load_and_store_take_indirect_views(dtype):
+    @nki.jit
+    def k(data, indices):
+        idx = nl.load(indices)
+        t = nl.load(data.vector_select(0, idx))  # one indirect DMA
+        out = nl.ndarray((64, data.shape[1]), dtype=data.dtype, buffer=nl.shared_hbm)
+        nl.store(out.vector_select(0, idx), t)  # scattered back to the same rows
+        return out
+
+    data = torch.randn(64, 32).to(dtype)
+    ind = torch.randperm(64).reshape(64, 1).to(torch.int32)
+    out = k(*on_dev(data, ind)).cpu()
+    assert torch.equal(out, data)  # a permutation gathered, then scattered back
+    assert k.last_report.by_opcode["dma_copy"] == 3
