@@ -231,8 +231,11 @@ class NkiTensor(TensorBase):
         return self[tuple(key)]
 
     def select(self, dim: int, index) -> NkiTensor:
-        if not isinstance(index, int) or isinstance(index, bool):
+        if is_register(index) or isinstance(index, TensorBase):
             return self._dynamic_select(dim, index)
+        if isinstance(index, bool) or not hasattr(index, "__index__"):
+            fail(f"select: the index must be an integer, a 1x1 SBUF tile or a register: {index!r}")
+        index = index.__index__()
         dim = _dim(self, dim)
         if self.buffer.on_chip and dim == 0:
             fail("select on the partition dim (0) of an on-chip tensor is not allowed")
