@@ -306,6 +306,36 @@ def test_tensor_indirection_on_neuroncore_v4(py):
             scattered = torch.zeros(64, 40, dtype=dtype).scatter(1, off, gathered)
             assert torch.equal(out[:, n:].reshape(64, 40), scattered)
 
+        @nki.jit
+        def elementwise(x, y, idx):
+            a = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=a, src=x)
+            b = nl.ndarray(y.shape, dtype=y.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=b, src=y)
+            i = nl.ndarray(idx.shape, dtype=nl.uint16, buffer=nl.sbuf)
+            nisa.dma_copy(dst=i, src=idx)
+            n = idx.shape[1] * 16
+            o = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+            nisa.memset(dst=o, value=0.0)
+            nisa.tensor_tensor(dst=o.indirect(i), data1=a.indirect(i), data2=b[:, 0:n], op=nl.add)
+            p = nl.ndarray((x.shape[0], n), dtype=nl.uint8, buffer=nl.sbuf)
+            nisa.memset(dst=p, value=1)
+            o2 = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+            nisa.memset(dst=o2, value=0.0)
+            nisa.tensor_copy_predicated(dst=o2.indirect(i), src=b[:, 0:n], predicate=p)
+            out = nl.ndarray((2,) + x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=out[0], src=o)
+            nisa.dma_copy(dst=out[1], src=o2)
+            return out
+
+        x, y = torch.randn(32, 40), torch.randn(32, 40)
+        idx = torch.stack([torch.randperm(40)[:32] for _ in range(2)])
+        idx = idx.reshape(2, 2, 16).transpose(1, 2).reshape(32, 2)
+        out = elementwise(x.to("neuron"), y.to("neuron"), idx.to(torch.uint16).to("neuron")).cpu()
+        off = snake(idx.long(), 32)
+        assert torch.equal(out[0], torch.zeros(32, 40).scatter(1, off, x.gather(1, off) + y[:, :32]))
+        assert torch.equal(out[1], torch.zeros(32, 40).scatter(1, off, y[:, :32]))
+
         bad = torch.zeros(16, 1, dtype=torch.int64)
         bad[3] = 40
         with pytest.raises(NkiValidationError, match="offset 40 is outside the 40 free"):
@@ -427,3 +457,30 @@ def test_language_load_and_store_take_indirect_views(dtype):
     out = k(*on_dev(data, ind)).cpu()
     assert torch.equal(out, data)  # a permutation gathered, then scattered back
     assert k.last_report.by_opcode["dma_copy"] == 3
+
+
+def test_dynamic_select_on_the_element_wise_engines():
+    @nki.jit
+    def k(x, i):
+        t = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=i)
+        b = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=b, src=x)
+        o = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.memset(dst=o, value=0.0)
+        nisa.tensor_scalar(dst=o.select(1, t), data=b.select(1, t), op0=nl.multiply, operand0=2.0)
+        nisa.activation(dst=o.select(1, 0), op=nl.exp, data=b.select(1, t))
+        three = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.memset(dst=three, value=3)
+        nisa.memset(dst=o.select(1, three), value=7.0)
+        out = nl.ndarray(o.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=o)
+        return out
+
+    x = torch.randn(16, 4, 8)
+    out = k(*on_dev(x, torch.tensor([[2]], dtype=torch.int32))).cpu()
+    ref = torch.zeros(16, 4, 8)
+    ref[:, 2] = x[:, 2] * 2
+    ref[:, 0] = x[:, 2].exp()
+    ref[:, 3] = 7.0
+    torch.testing.assert_close(out, ref)
