@@ -341,17 +341,45 @@ def test_tensor_indirection_on_neuroncore_v4(py):
         with pytest.raises(NkiValidationError, match="offset 40 is outside the 40 free"):
             kernel(16)(torch.zeros(16, 4, 10).to("neuron"), bad.to(torch.uint16).to("neuron"))
 
+        # the Tensor Engine groups 32 partitions: offset i of group g is idx[32 g + i % 32, i // 32]
         @nki.jit
-        def mm(x, idx):
+        def mm(s_in, m_in, idx):
+            s = nl.ndarray(s_in.shape, dtype=s_in.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=s, src=s_in)
+            m = nl.ndarray(m_in.shape, dtype=m_in.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=m, src=m_in)
+            i = nl.ndarray(idx.shape, dtype=nl.uint16, buffer=nl.sbuf)
+            nisa.dma_copy(dst=i, src=idx)
+            n = 32 * idx.shape[1]
+            p = nl.ndarray((n, m_in.shape[1]), dtype=nl.float32, buffer=nl.psum)
+            nisa.nc_matmul(dst=p, stationary=s.indirect(i, num_elem=n), moving=m)
+            o = nl.ndarray(p.shape, dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=o, src=p)
+            out = nl.ndarray(p.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=out, src=o)
+            return out
+
+        for dtype in (torch.float32, torch.bfloat16):
+            S, M = torch.randn(128, 200).to(dtype), torch.randn(128, 96).to(dtype)
+            idx = torch.randint(0, 200, (128, 2))
+            out = mm(S.to("neuron"), M.to("neuron"), idx.to(torch.uint16).to("neuron")).cpu()
+            g = torch.arange(128)[:, None] // 32 * 32
+            i = torch.arange(64)[None, :]
+            gathered = S.float().gather(1, idx[g + i % 32, i // 32])
+            torch.testing.assert_close(out, gathered.t() @ M.float(), rtol=1e-4, atol=1e-4)
+
+        @nki.jit
+        def mm_dst(x):
             t = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
+            nisa.memset(dst=t, value=0.0)
             i = nl.ndarray((128, 8), dtype=nl.uint16, buffer=nl.sbuf)
             nisa.memset(dst=i, value=0)
-            p = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
-            nisa.nc_matmul(dst=p, stationary=t, moving=t.indirect(i))
+            p = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.psum)
+            nisa.nc_matmul(dst=p.indirect(i, num_elem=128), stationary=t, moving=t)
             return x
 
-        with pytest.raises(NkiUnsupportedError, match="not simulated on the Tensor Engine"):
-            mm(torch.zeros(1, 1).to("neuron"), None)
+        with pytest.raises(NkiUnsupportedError, match="indirection on dst .* not simulated"):
+            mm_dst(torch.zeros(1, 1).to("neuron"))
     """,
         env={"TORCH_NEURONX_EMULATED_INSTANCE": "trn3.3xlarge"},
     )

@@ -40,6 +40,8 @@ from .tensor_base import TensorBase
 #: partitions that share one row group of a tensor-indirection index (Vector, Scalar and
 #: GpSimd Engines; AWS's ``NkiTensor.indirect`` page: 32 on the Tensor Engine)
 TI_GROUP = 16
+TI_GROUP_TENSOR = 32
+_TENSOR_ENGINE_OPCODES = frozenset({"nc_matmul"})
 
 SCALAR, VECTOR, TENSOR_INDIRECT = "scalar", "vector", "tensor indirection"
 
@@ -154,8 +156,16 @@ class DynamicTensor(TensorBase):
             return flat[:rows]
         # tensor indirection: offset i of partition p's group g is index[g*G + i%G, i//G]
         P, n = self.shape[0], self.num
-        G = min(TI_GROUP, P)
+        opcode = _opcode()
+        te = opcode in _TENSOR_ENGINE_OPCODES
+        G = min(TI_GROUP_TENSOR if te else TI_GROUP, P)
         raw = raw.reshape(raw.shape[0], -1)
+        if P % G or n > G * raw.shape[1]:
+            fail(
+                f"nisa.{opcode}: {self.what}: the {'Tensor' if te else 'Vector/Scalar/GpSimd'} "
+                f"Engine groups {G} partitions; {P} partitions and {n} offsets do not fit an "
+                f"index of shape {tuple(raw.shape)} ({G * raw.shape[1]} offsets per group)"
+            )
         p = torch.arange(P).reshape(P, 1)
         i = torch.arange(n).reshape(1, n)
         return raw[(p // G) * G + i % G, i // G]

@@ -46,9 +46,11 @@ _TI_ROLES = {
     "tensor_copy": ("src", "dst"),
     "tensor_tensor": ("dst", "data1"),
     "tensor_copy_predicated": ("dst", "predicate"),
+    "nc_matmul": ("stationary", "moving"),
 }
-#: AWS lists tensor indirection on these too; not simulated here (the error says so)
-_TI_NOT_SIMULATED = frozenset({"nc_matmul", "nc_matmul_mx"})
+#: AWS lists tensor indirection on these too; not simulated here (the error says so):
+#: nc_matmul's dst (a scatter into an accumulating PSUM tile) and nc_matmul_mx
+_TI_NOT_SIMULATED = {"nc_matmul": ("dst",), "nc_matmul_mx": ("dst", "stationary", "moving")}
 
 #: the instructions that take the packed MX types (others would read their bits as numbers)
 MX_OPCODES = frozenset({"dma_copy", "tensor_copy", "quantize_mx", "nc_matmul_mx"})
@@ -108,17 +110,18 @@ def operand(ex, opcode: str, role: str, x, allowed, write: bool = False, psum_st
 def _dynamic_operand(ex, opcode: str, role: str, x):
     """The rules of a dynamic/indirect operand; its index tiles are read by the instruction."""
     if x.kind == TENSOR_INDIRECT:
-        if opcode in _TI_NOT_SIMULATED:
+        if role in _TI_NOT_SIMULATED.get(opcode, ()):
             fail(
-                f"nisa.{opcode}: tensor indirection ({role} = {x.what}) is not simulated on the "
-                f"Tensor Engine; gather the columns first with nisa.tensor_copy(src=t.indirect(...))",
+                f"nisa.{opcode}: tensor indirection on {role} ({x.what}) is not simulated; "
+                f"gather or scatter the columns with nisa.tensor_copy and t.indirect(...) instead",
                 NkiUnsupportedError,
             )
         if role not in _TI_ROLES.get(opcode, ()):
             fail(
                 f"nisa.{opcode}: {role} cannot be a tensor-indirection view ({x.what}); AWS "
                 f"allows it on tensor_copy (src, dst), tensor_tensor (dst, data1), "
-                f"tensor_copy_predicated (dst, predicate) and nc_matmul"
+                f"tensor_copy_predicated (dst, predicate) and nc_matmul (stationary, moving; "
+                f"dst is not simulated)"
             )
         if ex.target.nc_version < 4:
             fail(

@@ -20,6 +20,7 @@ from .dynamic import (
     SCALAR,
     TENSOR_INDIRECT,
     TI_GROUP,
+    TI_GROUP_TENSOR,
     VECTOR,
     DynamicTensor,
     check_index_tile,
@@ -292,9 +293,11 @@ class NkiTensor(TensorBase):
         G = min(TI_GROUP, P)
         if P % G:
             fail(f"{what}: {P} partitions is not a whole number of {G}-partition groups")
+        # the offsets of one group: 16 rows x K on the Vector/Scalar/GpSimd Engines, 32 rows on
+        # the Tensor Engine (checked when an instruction uses the view)
         per_group = G * index.free_size
         n = per_group if num_elem is None else int(num_elem)
-        if not 1 <= n <= per_group:
+        if not 1 <= n <= min(TI_GROUP_TENSOR, P) * index.free_size:
             fail(
                 f"{what}: num_elem={n} but each {G}-partition group has {per_group} offsets "
                 f"(index shape {index.shape})"
