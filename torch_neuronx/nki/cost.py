@@ -13,15 +13,19 @@ op (the roofline of ``torch_neuronx.perf`` is for whole ops):
   ``VECTOR_FP32_BINARY_CALIBRATION``, fitted to a published profile), with the 16-bit modes
   of NeuronCore-v3/v4 (``perf.roofline.element_rate``; MIN_II ~64 cycles [SHARED]);
 - ``nc_matmul`` takes ``max(N, 64)`` TensorE cycles for N moving columns [NKI1], 4x for fp32
-  inputs and half for fp8 double-row mode [SCHEMA, NKI2];
+  inputs [SCHEMA]; fp8 double-row mode the same cycles for twice the contraction [NKI2];
 - DMA: transfers share the core's DMA bandwidth (16 engines, 368 GB/s per NeuronCore-v3
   [DMA]) and each completes ~1.3 us after it is issued [DMA];
 - SPMD programs are placed round-robin on the physical cores of the logical core (LNC=2: two
   programs run in parallel, as ``kernel[2]`` does on hardware); plus one launch overhead
   (``perf.params.eager_launch_s``).
 
+- DMA with a dynamic address: hardware DGE ~600 ns before the transfer [DGE]; indirect DMA
+  (``vector_offset``): the transfer waits for a GpSimd pass generating its descriptors
+  (an assumption: AWS publishes no figure).
+
 Not modeled: write-after-read hazards (tiles are assumed renamed), SBUF/PSUM bank conflicts,
-DMA descriptor generation, access-pattern stride penalties, TensorE warm-up/throttling.
+static DMA descriptor generation, access-pattern stride penalties, TensorE warm-up/throttling.
 The figures come from ``torch_neuronx.runtime.hardware`` (each with its public source).
 """
 
@@ -38,6 +42,13 @@ from torch_neuronx.runtime.engines import Engine
 #: profiles"). It absorbs what the compiler does to such kernels (e.g. hoisting the
 #: state-invariant ``delta * u``), which the simulator, executing the kernel as written, cannot.
 VECTOR_FP32_BINARY_CALIBRATION = 0.681
+
+#: Hardware DGE: "Each hardware-DGE DMA instruction takes approximately 600 ns to execute"
+#: (AWS, "Descriptor Generation Engine (DGE) Reference",
+#: https://awsdocs-neuron.readthedocs-hosted.com/en/latest/nki/deep-dives/nki-dge.html): added
+#: before a DMA whose address is dynamic (a register / scalar_offset start). Published figure,
+#: not checked against a profile.
+HWDGE_SECONDS = 600e-9
 
 #: the engines a kernel's instructions are scheduled on
 ENGINES = (Engine.tensor, Engine.vector, Engine.scalar, Engine.gpsimd, Engine.dma)
@@ -88,17 +99,32 @@ class Timeline:
             per = self._rates[key] = (128.0 / rate, self.min_ii / clock)  # s per element, MIN_II
         return max(per[1], free * per[0])
 
+    hwdge_seconds = HWDGE_SECONDS
+
+    def swdge_seconds(self, offsets: int) -> float:
+        """GpSimd time to generate the descriptors of ``offsets`` indirect rows. Software DGE
+        "consumes GpSimd Engine cycles for descriptor generation" [DGE] but AWS publishes no
+        figure: ASSUMPTION, one GpSimd element-wise pass over the offsets (one descriptor per
+        offset on 128 lanes, at least the 64-cycle minimum), which the transfer waits for."""
+        return self.element_seconds(Engine.gpsimd, max(1, -(-offsets // 128)), 1, 32)
+
     def matmul_seconds(self, n: int, bits: int, double_row: bool = False) -> float:
+        """Initiation interval of one MultiplyMoving over ``n`` moving columns:
+        ``max(N, MM_INIT_LATENCY)`` TensorE cycles for BF16/FP16/TF32/FP8, "roughly 4x" for
+        FP32 [NKI1, "Tensor Engine: Performance Consideration"]. FP8 double-row: the same
+        cycles as BF16 for twice the contraction ("takes the same amount of time as the
+        regular BF16/FP16 ... sequence with a 128 contraction dimension" [NKI2]), so its
+        throughput doubles through the FLOPs, not a shorter instruction."""
         cycles = max(float(n), self.min_ii)
         if bits >= 32:
             cycles *= 4  # FP32 costs 4x BF16 time [SCHEMA]
-        elif double_row:
-            cycles /= 2
         return cycles / self.clock[Engine.tensor]
 
-    def issue(self, engine: str, seconds: float, reads, writes, dma: bool = False) -> float:
+    def issue(self, engine, seconds, reads, writes, dma=False, after=0.0, extra=0.0) -> float:
+        """Schedule one instruction; ``after``: it cannot start before that time (its
+        descriptors); ``extra``: fixed time before a DMA's transfer (hardware DGE)."""
         free = self.free[self.core_index]
-        deps = 0.0
+        deps = after
         for s in reads:
             r = s.ready
             if r > deps:
@@ -113,6 +139,7 @@ class Timeline:
             start = max(start, self.not_before)
             self.not_before = 0.0
         if dma:
+            start += extra
             free[engine] = start + seconds  # bandwidth is busy for bytes / bandwidth
             end = free[engine] + self.dma_latency
         else:

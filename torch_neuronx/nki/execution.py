@@ -49,6 +49,7 @@ class Execution:
         self.program_ids: tuple = ()
         self.counter = 0  # index of the next instruction
         self.loc = None  # kernel line of the current instruction
+        self.opcode = ""  # the current instruction (named by errors raised deep inside it)
         self.stats = Stats()
         self.tiles = []  # on-chip storages of the current program
         self.shared_hbm = []  # shared_hbm allocations, in program order (SPMD sharing)
@@ -124,6 +125,7 @@ def begin(opcode: str) -> Execution:
     if ex is None:
         current()  # raises the explanatory error
     ex.counter += 1
+    ex.opcode = opcode
     ex.loc = errors.here()
     ex.reads = []
     ex.writes = []

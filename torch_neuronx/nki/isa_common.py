@@ -10,7 +10,8 @@ import torch
 
 from . import dtypes
 from .alloc import touch
-from .errors import NkiMutationError, fail
+from .dynamic import SCALAR, TENSOR_INDIRECT, VECTOR, DynamicTensor
+from .errors import NkiMutationError, NkiUnsupportedError, fail
 from .indexed import IndexedTensor
 from .storage import MemoryRegion
 from .tensor import NkiTensor
@@ -21,6 +22,35 @@ ON_CHIP = (SBUF, PSUM)
 SBUF_ONLY = (SBUF,)
 PSUM_ONLY = (PSUM,)
 DMA_OK = (SBUF,) + HBM
+
+#: where a dynamic view may be an operand: DMA addressing (scalar: a register/SBUF start;
+#: vector: indirect DMA, AWS's software DGE) on the DMA instructions; a scalar start also on the
+#: element-wise engine instructions (access patterns with a register start); tensor
+#: indirection on the operands AWS's 2.33 pages list (instruction -> roles)
+_DYNAMIC_OK = {
+    SCALAR: frozenset(
+        {
+            "dma_copy",
+            "dma_transpose",
+            "tensor_copy",
+            "tensor_tensor",
+            "tensor_scalar",
+            "activation",
+            "memset",
+            "tensor_copy_predicated",
+        }
+    ),
+    VECTOR: frozenset({"dma_copy", "dma_transpose"}),
+}
+_TI_ROLES = {
+    "tensor_copy": ("src", "dst"),
+    "tensor_tensor": ("dst", "data1"),
+    "tensor_copy_predicated": ("dst", "predicate"),
+    "nc_matmul": ("stationary", "moving"),
+}
+#: AWS lists tensor indirection on these too; not simulated here (the error says so):
+#: nc_matmul's dst (a scatter into an accumulating PSUM tile) and nc_matmul_mx
+_TI_NOT_SIMULATED = {"nc_matmul": ("dst",), "nc_matmul_mx": ("dst", "stationary", "moving")}
 
 #: the instructions that take the packed MX types (others would read their bits as numbers)
 MX_OPCODES = frozenset({"dma_copy", "tensor_copy", "quantize_mx", "nc_matmul_mx"})
@@ -43,8 +73,10 @@ def _where(allowed) -> str:
 
 
 def operand(ex, opcode: str, role: str, x, allowed, write: bool = False, psum_state: bool = True):
-    if not isinstance(x, (NkiTensor, IndexedTensor)):
+    if not isinstance(x, (NkiTensor, IndexedTensor, DynamicTensor)):
         fail(f"nisa.{opcode}: {role} must be an NKI tensor, got {type(x).__name__} ({x!r})")
+    if x.__class__ is DynamicTensor:
+        _dynamic_operand(ex, opcode, role, x)
     st = x.storage
     buf = st.buffer
     if type(x.dtype) is dtypes.NkiOnlyDType and x.dtype.packed and opcode not in MX_OPCODES:
@@ -73,6 +105,41 @@ def operand(ex, opcode: str, role: str, x, allowed, write: bool = False, psum_st
     elif buf is PSUM and psum_state:
         st.mm_live.clear()  # evicting PSUM closes its accumulation groups (auto mode)
     return x
+
+
+def _dynamic_operand(ex, opcode: str, role: str, x):
+    """The rules of a dynamic/indirect operand; its index tiles are read by the instruction."""
+    if x.kind == TENSOR_INDIRECT:
+        if role in _TI_NOT_SIMULATED.get(opcode, ()):
+            fail(
+                f"nisa.{opcode}: tensor indirection on {role} ({x.what}) is not simulated; "
+                f"gather or scatter the columns with nisa.tensor_copy and t.indirect(...) instead",
+                NkiUnsupportedError,
+            )
+        if role not in _TI_ROLES.get(opcode, ()):
+            fail(
+                f"nisa.{opcode}: {role} cannot be a tensor-indirection view ({x.what}); AWS "
+                f"allows it on tensor_copy (src, dst), tensor_tensor (dst, data1), "
+                f"tensor_copy_predicated (dst, predicate) and nc_matmul (stationary, moving; "
+                f"dst is not simulated)"
+            )
+        if ex.target.nc_version < 4:
+            fail(
+                f"nisa.{opcode}: tensor indirection ({x.what}) needs NeuronCore-v4 (Trn3); the "
+                f"emulated core is NeuronCore-v{ex.target.nc_version} "
+                f"(TORCH_NEURONX_EMULATED_INSTANCE=trn3.3xlarge)"
+            )
+    elif opcode not in _DYNAMIC_OK[x.kind]:
+        kind = "an indirect (vector_offset) DMA view" if x.kind == VECTOR else "a dynamic view"
+        fail(
+            f"nisa.{opcode}: {role} is {kind} ({x.what}); it is an operand of "
+            f"{', '.join(sorted(_DYNAMIC_OK[x.kind]))} only"
+        )
+    for t in x.index_tiles():
+        st = t.storage
+        if st.rec is not None:
+            touch(ex, st)
+        ex.reads.append(st)
 
 
 def scalar_or_vector(
@@ -203,15 +270,23 @@ def record(ex, engine: str, x, inputs: int = 1, seconds=None):
         tl.issue(engine, seconds, ex.reads, ex.writes)
 
 
-def record_dma(ex, nbytes: int):
-    """Count one DMA transfer of ``nbytes`` and place it on the modeled schedule."""
+def record_dma(ex, nbytes: int, dge=None, rows: int = 0):
+    """Count one DMA transfer of ``nbytes`` and place it on the modeled schedule. ``dge``:
+    descriptors generated on the device for a dynamic address ("hwdge": the DGE block's fixed
+    time before the transfer; "swdge": a GpSimd pass over ``rows`` offsets the transfer waits
+    for; see nki/cost.py)."""
     st = ex.stats
     st.instructions["dma"] = st.instructions.get("dma", 0) + 1
     st.dma_bytes += nbytes
     st.dma_transfers += 1
     tl = ex.timeline
     if tl is not None:
-        tl.issue("dma", nbytes / tl.dma_bw, ex.reads, ex.writes, dma=True)
+        after, extra = 0.0, 0.0
+        if dge == "swdge":
+            after = tl.issue("gpsimd", tl.swdge_seconds(rows), ex.reads, ())
+        elif dge == "hwdge":
+            extra = tl.hwdge_seconds
+        tl.issue("dma", nbytes / tl.dma_bw, ex.reads, ex.writes, dma=True, after=after, extra=extra)
 
 
 def numel(x) -> int:

@@ -16,13 +16,24 @@ import math
 import torch
 
 from . import dtypes
+from .dynamic import (
+    SCALAR,
+    TENSOR_INDIRECT,
+    TI_GROUP,
+    TI_GROUP_TENSOR,
+    VECTOR,
+    DynamicTensor,
+    check_index_tile,
+    is_register,
+)
 from .errors import NkiUnsupportedError, fail
 from .indexed import IndexedTensor
 from .indexing import Idx
+from .rearrange import rearranged
 from .storage import MemoryRegion, Storage, buffer_of, contiguous_strides
 from .tensor_base import LANGUAGE, TensorBase
 
-__all__ = ["NkiTensor", "IndexedTensor", "MemoryRegion", "Storage", "buffer_of"]
+__all__ = ["NkiTensor", "IndexedTensor", "DynamicTensor", "MemoryRegion", "Storage", "buffer_of"]
 
 
 class NkiTensor(TensorBase):
@@ -221,11 +232,11 @@ class NkiTensor(TensorBase):
         return self[tuple(key)]
 
     def select(self, dim: int, index) -> NkiTensor:
-        if not isinstance(index, int):
-            raise NkiUnsupportedError(
-                "dynamic NkiTensor.select (a runtime index from an SBUF tensor or register) is not "
-                "simulated; use a static integer index"
-            )
+        if is_register(index) or isinstance(index, TensorBase):
+            return self._dynamic_select(dim, index)
+        if isinstance(index, bool) or not hasattr(index, "__index__"):
+            fail(f"select: the index must be an integer, a 1x1 SBUF tile or a register: {index!r}")
+        index = index.__index__()
         dim = _dim(self, dim)
         if self.buffer.on_chip and dim == 0:
             fail("select on the partition dim (0) of an on-chip tensor is not allowed")
@@ -235,14 +246,64 @@ class NkiTensor(TensorBase):
         strides = self.strides[:dim] + self.strides[dim + 1 :]
         return NkiTensor._view(self, shape, strides, self.offset + index * self.strides[dim])
 
-    def vector_select(self, dim, vector_offset):
-        raise NkiUnsupportedError(
-            "NkiTensor.vector_select (indirect per-partition addressing) is not simulated"
-        )
+    def _dynamic_select(self, dim: int, index) -> DynamicTensor:
+        """``select`` with an index read when the instruction runs (a 1x1 SBUF tile or a
+        register): the dim is removed and the view starts ``index * stride`` further."""
+        dim = _dim(self, dim)
+        what = f"select({dim}, <dynamic index>)"
+        if self.buffer.on_chip and dim == 0:
+            fail(f"{what}: a dynamic select on an on-chip tensor cannot use the partition dim (0)")
+        if not is_register(index):
+            check_index_tile(what, index, one=True)
+        shape = self.shape[:dim] + self.shape[dim + 1 :]
+        strides = self.strides[:dim] + self.strides[dim + 1 :]
+        if self.buffer.on_chip and len(shape) < 2:
+            shape, strides = shape + (1,), strides + (1,)
+        base = NkiTensor._view(self, shape, strides, self.offset)
+        return DynamicTensor(base, SCALAR, index, self.strides[dim], self.shape[dim], what)
 
-    def indirect(self, index, num_elem=None):
-        raise NkiUnsupportedError(
-            "NkiTensor.indirect (NeuronCore-v4 tensor indirection) is not simulated"
+    def vector_select(self, dim, vector_offset) -> DynamicTensor:
+        """Per-partition indirect rows (indirect DMA): row ``p`` of the view is row
+        ``vector_offset[p]`` of dim 0 of this HBM tensor."""
+        dim = _dim(self, dim)
+        what = "vector_select(0, vector_offset)"
+        if dim != 0:
+            fail(f"vector_select: dim must be 0 (got {dim})")
+        if self.buffer.on_chip:
+            fail(f"{what} is only supported on HBM tensors; this one is in {self.buffer.value}")
+        check_index_tile(what, vector_offset)
+        rows = vector_offset.shape[0]
+        shape = (rows,) + self.shape[1:]
+        base = NkiTensor._view(self, shape, (0,) + self.strides[1:], self.offset)
+        return DynamicTensor(base, VECTOR, vector_offset, self.strides[0], self.shape[0], what)
+
+    def indirect(self, index, num_elem=None) -> DynamicTensor:
+        """Tensor indirection (NeuronCore-v4): a ``(P, num_elem)`` view whose column ``i`` in
+        partition ``p`` is the free-dim element at offset ``index[16 g + i % 16, i // 16]``
+        of ``p``'s 16-partition group ``g`` (offsets into the flattened free dims)."""
+        what = "indirect(index)"
+        if not self.buffer.on_chip:
+            fail(f"{what}: tensor indirection addresses an SBUF or PSUM tensor, not HBM")
+        check_index_tile(what, index)
+        if index.dtype is not torch.uint16:
+            fail(f"{what}: the index tile must be uint16, got {dtypes.name(index.dtype)}")
+        P = self.shape[0]
+        if index.shape[0] != P:
+            fail(f"{what}: the index has {index.shape[0]} partitions; the data has {P}")
+        G = min(TI_GROUP, P)
+        if P % G:
+            fail(f"{what}: {P} partitions is not a whole number of {G}-partition groups")
+        # the offsets of one group: 16 rows x K on the Vector/Scalar/GpSimd Engines, 32 rows on
+        # the Tensor Engine (checked when an instruction uses the view)
+        per_group = G * index.free_size
+        n = per_group if num_elem is None else int(num_elem)
+        if not 1 <= n <= min(TI_GROUP_TENSOR, P) * index.free_size:
+            fail(
+                f"{what}: num_elem={n} but each {G}-partition group has {per_group} offsets "
+                f"(index shape {index.shape})"
+            )
+        return DynamicTensor(
+            self, TENSOR_INDIRECT, index, 1, self.free_size, what, shape=(P, n), num=n
         )
 
     def permute(self, dims) -> NkiTensor:
@@ -366,10 +427,10 @@ class NkiTensor(TensorBase):
             fail(f"reshape of a non-contiguous HBM view (strides {self.strides}) is not a view")
         return NkiTensor._view(self, shape, contiguous_strides(tuple(shape)), self.offset)
 
-    def rearrange(self, src_pattern, dst_pattern, fixed_sizes=None):
-        raise NkiUnsupportedError(
-            "NkiTensor.rearrange is not simulated; compose reshape_dim, permute and flatten_dims"
-        )
+    def rearrange(self, src_pattern, dst_pattern, fixed_sizes=None) -> NkiTensor:
+        """einops-style: split grouped source dims, reorder, merge grouped destination dims
+        (a view: ``reshape_dim``, ``permute``, ``flatten_dims``)."""
+        return rearranged(self, src_pattern, dst_pattern, fixed_sizes)
 
     def ap(
         self,
@@ -380,11 +441,8 @@ class NkiTensor(TensorBase):
         indirect_dim=0,
         dtype=None,
     ) -> NkiTensor:
-        if scalar_offset is not None or vector_offset is not None:
-            raise NkiUnsupportedError(
-                "access patterns with scalar_offset / vector_offset "
-                "(dynamic indirect addressing) are not simulated"
-            )
+        if scalar_offset is not None and vector_offset is not None:
+            fail("ap: scalar_offset and vector_offset are mutually exclusive")
         base = self.view(dtype) if dtype is not None and dtype != self.dtype else self
         pattern = [[int(s), int(n)] for s, n in pattern]
         if self.buffer.on_chip:
@@ -399,6 +457,10 @@ class NkiTensor(TensorBase):
         off = base.offset if offset is None else base.offset + int(offset)
         shape = tuple(n for _, n in pattern)
         strides = tuple(s for s, _ in pattern)
+        if scalar_offset is not None or vector_offset is not None:
+            return self._indirect_ap(
+                base, pattern, off, scalar_offset, vector_offset, int(indirect_dim)
+            )
         hi = off + sum((n - 1) * s for s, n in pattern if s > 0)
         lo = off + sum((n - 1) * s for s, n in pattern if s < 0)
         if lo < 0 or hi >= base.flat.numel():
@@ -407,6 +469,31 @@ class NkiTensor(TensorBase):
                 f"{base.flat.numel()} elements; out-of-bounds access needs a mask"
             )
         return NkiTensor._view(base, shape, strides, off)
+
+    def _indirect_ap(self, base, pattern, off, scalar_offset, vector_offset, d):
+        """``ap`` with a dynamic offset: ``index * stride of self's dim d`` elements (in the
+        pattern's dtype) are added to the pattern's start (scalar_offset: to every element;
+        vector_offset: row ``p`` starts at ``index[p] * stride``, the pattern's first entry
+        giving the row count, as in AWS's indirect gather example)."""
+        d = _dim(self, d)
+        scale = self.strides[d] * dtypes.itemsize(self.dtype) // dtypes.itemsize(base.dtype)
+        if vector_offset is not None:
+            what = "ap(..., vector_offset=)"
+            if self.buffer.on_chip:
+                fail(f"{what}: the indexed tensor must be in HBM, it is in {self.buffer.value}")
+            check_index_tile(what, vector_offset)
+            strides = (0,) + tuple(s for s, _ in pattern[1:])
+            view = NkiTensor._view(base, tuple(n for _, n in pattern), strides, off)
+            return DynamicTensor(view, VECTOR, vector_offset, scale, self.shape[d], what)
+        what = "ap(..., scalar_offset=)"
+        if self.buffer.on_chip and d == 0:
+            fail(f"{what}: on an on-chip tensor the indirect dim cannot be the partition dim")
+        if not is_register(scalar_offset):
+            check_index_tile(what, scalar_offset, one=True)
+        view = NkiTensor._view(
+            base, tuple(n for _, n in pattern), tuple(s for s, _ in pattern), off
+        )
+        return DynamicTensor(view, SCALAR, scalar_offset, scale, self.shape[d], what)
 
     def view(self, dtype) -> NkiTensor:
         dtype = dtypes.normalize(dtype)

@@ -1,7 +1,7 @@
 """``torch-neuronx nki-coverage``: the coverage table of docs/nki.md, generated from the code.
 
 Every name of AWS's NKI 2.33 API reference (the ``nki``, ``nki.isa``, ``nki.language`` and
-``nki.collectives`` index pages, https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/nki/api/nki.isa.html,
+``nki.collectives`` index pages, and the methods of the tensor class ``NkiTensor``, with rows for their dynamic forms: dynamic select, ``ap`` offsets, tensor indirection, https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/nki/api/nki.isa.html,
 .../nki.language.html, .../nki.collectives.html), and the top-level names of the pre-0.2
 ``neuronxcc.nki`` reference that 2.33 dropped (``baremetal``, ``benchmark``, ``profile``,
 ``simulate_kernel`` and ``nki.compiler``, https://awsdocs-neuron.readthedocs-hosted.com/en/v2.26.1/nki/api/nki.html
@@ -71,7 +71,24 @@ PREFIXES = {
     "nki.collectives": ("ncc",),
     "neuronxcc.nki": ("lnki", "nki"),
 }
-GROUPS = ("nki", "nki.isa", "nki.language", "nki.collectives", "neuronxcc.nki")
+GROUPS = ("nki", "nki.isa", "nki.language", "NkiTensor", "nki.collectives", "neuronxcc.nki")
+
+#: the tensor class ``nki.language.NkiTensor`` (attributes and methods of AWS's 2.33 stub,
+#: https://github.com/aws-neuron/aws-neuron-sdk/blob/81ce03ae261e12925e53437a0f690478e6366155/nki/api/nki/language/__init__.py)
+TENSOR = """
+shape strides offset name dtype buffer ndim size is_contiguous get_pattern is_indirect
+__getitem__ __setitem__ permute broadcast expand_dim squeeze_dim reshape_dim flatten_dims
+reshape rearrange slice select vector_select ap view reinterpret_cast indirect
+""".split()
+
+#: the dynamic forms of those methods, which a name alone does not show: (row, the function
+#: that implements it, a regex naming it in a test)
+TENSOR_FEATURES = [
+    ("select(dim, tile or register)", "_dynamic_select", r"\.select\(\d, (?!\d)"),
+    ("ap(scalar_offset=)", "_indirect_ap", r"scalar_offset="),
+    ("ap(vector_offset=) (indirect DMA)", "_indirect_ap", r"vector_offset="),
+    ("indirect(index) on instructions", "indirect", r"\.indirect\("),
+]
 
 
 def _status(module, name) -> str:
@@ -121,6 +138,32 @@ def _tests_for(prefixes, name, sources) -> str:
     return ", ".join(hits[:2]) + (" ..." if len(hits) > 2 else "") if hits else "-"
 
 
+def _method_tests(name, sources, pattern=None) -> str:
+    pat = re.compile(pattern or rf"\.{re.escape(name)}\b")
+    hits = [f for f, text in sources.items() if pat.search(text)]
+    return ", ".join(hits[:2]) + (" ..." if len(hits) > 2 else "") if hits else "-"
+
+
+def _tensor_rows(sources) -> list:
+    from torch_neuronx.nki.tensor import NkiTensor
+
+    out = []
+    for n in TENSOR:
+        st = _status(NkiTensor, n)
+        out.append(dict(group="NkiTensor", name=n, status=st, tests=_method_tests(n, sources)))
+    for label, impl, pattern in TENSOR_FEATURES:
+        st = _status(NkiTensor, impl)
+        out.append(
+            dict(
+                group="NkiTensor",
+                name=label,
+                status=st,
+                tests=_method_tests(label, sources, pattern),
+            )
+        )
+    return out
+
+
 def rows():
     from torch_neuronx import nki
     from torch_neuronx.nki import collectives, isa, language, legacy
@@ -139,7 +182,7 @@ def rows():
             out.append(
                 dict(group=group, name=n, status=st, tests=_tests_for(PREFIXES[group], n, sources))
             )
-    return out
+    return out + _tensor_rows(sources)
 
 
 def markdown() -> str:

@@ -8,6 +8,7 @@ import torch
 
 from ...runtime.engines import Engine
 from .. import dtypes, execution
+from ..dynamic import VECTOR, DynamicTensor
 from ..errors import fail
 from ..isa_common import (
     DMA_OK,
@@ -21,6 +22,7 @@ from ..isa_common import (
     unary_operands,
     write,
 )
+from ..tensor import NkiTensor
 from .arguments import engine_name, mask_of
 from .enums import dge_mode, engine, oob_mode
 
@@ -47,12 +49,81 @@ def dma_copy(
     if mask is not None and tuple(src.shape) != tuple(dst.shape):
         fail("nisa.dma_copy: a mask needs src and dst of the same shape")
     _same_if_packed("dma_copy", dst, src)
-    record_dma(ex, src.size * dtypes.itemsize(src.dtype))
+    dge, rows = _dge(dst, src, dge_mode)
+    record_dma(ex, src.size * dtypes.itemsize(src.dtype), dge, rows)
     if ex.compute:
         m = mask_of(mask, dst)
-        v = src.read(m)
+        skip = _skip(oob_mode)
+        out = _direct_out(src, dst, m)
+        v, m = _read_dynamic("dma_copy", src, dst, m, skip, out)
+        if out is not None and v is out:
+            dst.storage.pending = None  # gathered straight into dst: every element written
+            return
         if src.dtype != dst.dtype and dtypes.is_float(src.dtype) != dtypes.is_float(dst.dtype):
             v = v.float()
+        _write_dynamic("dma_copy", dst, v, m, skip)
+
+
+def _skip(mode) -> bool:
+    """``oob_mode``: skip (True) or error (False) on an out-of-bounds dynamic index."""
+    if mode is oob_mode.skip or mode == "skip":
+        return True
+    if mode is None or mode is oob_mode.error or mode == "error":
+        return False
+    fail(f"oob_mode={mode!r} is not an nki.isa.oob_mode value (error or skip)")
+
+
+def _dge(dst, src, mode):
+    """Descriptor generation of a DMA with a dynamic side: (kind, offsets) for the cost."""
+    dyn = [t for t in (src, dst) if t.__class__ is DynamicTensor]
+    if not dyn:
+        return None, 0
+    if any(t.kind == VECTOR for t in dyn):
+        if mode in (dge_mode.hwdge, dge_mode.none):
+            fail(
+                f"nisa.dma_copy: an indirect (vector_offset) access needs software DGE; "
+                f"dge_mode={mode.name} cannot gather or scatter (use dge_mode.swdge or unknown)"
+            )
+        return "swdge", sum(t.shape[0] for t in dyn if t.kind == VECTOR)
+    return ("swdge" if mode is dge_mode.swdge else "hwdge"), 1
+
+
+def _read_dynamic(opcode, src, dst, m, skip, out=None):
+    """src's values, and the write mask with the rows a skipped out-of-bounds index drops
+    (``out``: where a gather may put them directly)."""
+    if src.__class__ is not DynamicTensor:
+        return src.read(m), m
+    v, ok = src.gather(opcode, skip, skip_ok=True, out=out)
+    if ok is not None:
+        ok = ok.reshape(dst.shape)
+        m = ok if m is None else (m & ok)
+    return v, m
+
+
+def _direct_out(src, dst, m):
+    """dst's memory when a gather can land there directly (a plain contiguous tile of src's
+    dtype and shape, no mask, not src's storage): saves a tile-sized temporary and a copy."""
+    if (
+        src.__class__ is not DynamicTensor
+        or m is not None
+        or dst.__class__ is not NkiTensor
+        or dst.dtype != src.dtype
+        or dst.shape != src.shape
+        or dst.storage is src.storage
+        or not dst.is_contiguous()
+    ):
+        return None
+    st = dst.storage
+    if st.pending is not None and not dst.covers_storage():
+        return None  # the rest of the tile must still get the uninitialised pattern first
+    t = dst.flat.as_strided(dst.shape, dst.strides, dst.offset)  # no fill: it is overwritten
+    return t if t.is_contiguous() else None
+
+
+def _write_dynamic(opcode, dst, v, m, skip):
+    if dst.__class__ is DynamicTensor:
+        dst.write(v.reshape(dst.shape), m, opcode=opcode, skip=skip, skip_ok=True)
+    else:
         write(dst, v, m)
 
 
@@ -86,9 +157,43 @@ def dma_transpose(
         fail(
             f"nisa.dma_transpose: dst shape {dst.shape} does not match the transposed shape {shape}"
         )
-    record_dma(ex, src.size * dtypes.itemsize(src.dtype))
+    if dst.__class__ is DynamicTensor:
+        fail("nisa.dma_transpose: dst cannot be a dynamic view (AWS: indirect src only)")
+    if src.__class__ is DynamicTensor and src.kind == VECTOR:
+        _indirect_transpose_rules(ex, src)
+    dge, rows = _dge(dst, src, dge_mode)
+    record_dma(ex, src.size * dtypes.itemsize(src.dtype), dge, rows)
     if ex.compute:
-        write(dst, src.read().permute(perm))
+        v, m = _read_dynamic("dma_transpose", src, src, None, _skip(oob_mode))
+        out = v.reshape(src.shape).permute(perm)
+        write(
+            dst, out, None if m is None else m.reshape(src.shape).permute(perm).reshape(dst.shape)
+        )
+
+
+def _indirect_transpose_rules(ex, src):
+    """Software DGE's constraints on an indirect transpose (AWS, "Descriptor Generation Engine
+    (DGE) Reference", swdge: indirect transpose)."""
+    idx = src.index
+    why = None
+    if ex.target.nc_version < 3:
+        why = "needs NeuronCore-v3 or newer"
+    elif dtypes.itemsize(src.dtype) != 2:
+        why = f"src must be a 2-byte dtype (float16/bfloat16), got {dtypes.name(src.dtype)}"
+    elif src.shape[-1] > 128:
+        why = f"src.shape[-1] must be <= 128, got {src.shape[-1]}"
+    elif src.shape[0] % 16:
+        why = f"src.shape[0] must be a multiple of 16, got {src.shape[0]}"
+    elif len(src.shape) == 4 and 1 not in (src.shape[1], src.shape[2]):
+        why = f"a 4-D src needs shape[1] or shape[2] == 1, got {src.shape}"
+    elif idx.dtype is not torch.uint32 or len(idx.shape) != 2:
+        why = f"the index must be a 2-D uint32 tile, got {dtypes.name(idx.dtype)} {idx.shape}"
+    elif not (16 <= idx.shape[0] <= 128 and idx.shape[0] % 16 == 0):
+        why = f"index.shape[0] must be in [16, 128] and a multiple of 16, got {idx.shape[0]}"
+    elif idx.shape[1] > 1 and idx.shape[0] != 128:
+        why = f"an index with {idx.shape[1]} columns needs 128 partitions, got {idx.shape[0]}"
+    if why:
+        fail(f"nisa.dma_transpose: indirect src ({src.what}): {why}")
 
 
 def tensor_copy(dst, src, engine=engine.unknown, name=None, mask=None, dtype=None):
@@ -143,7 +248,9 @@ def memset(dst, value, engine=engine.unknown, name=None, mask=None):
     record(ex, eng, dst)
     if ex.compute:
         m = mask_of(mask, dst)
-        if m is None and hasattr(dst, "tensor"):
+        # (not hasattr(dst, "tensor"): reading that property fills a new tile's uninitialised
+        # pattern, a wasted pass over memory the memset overwrites)
+        if m is None and dst.__class__ is NkiTensor:
             if dst.storage.pending is not None and dst.covers_storage():
                 dst.storage.pending = None  # the memset writes every element
             dst.tensor.fill_(value)

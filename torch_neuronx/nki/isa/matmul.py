@@ -8,6 +8,7 @@ import torch
 
 from ...runtime.engines import Engine
 from .. import dtypes, execution
+from ..dynamic import DynamicTensor
 from ..errors import fail
 from ..indexed import IndexedTensor
 from ..isa_common import ON_CHIP, PSUM, PSUM_ONLY, SBUF, SBUF_ONLY, f32, operand, record, write
@@ -40,6 +41,22 @@ def _mm_read(x, role) -> torch.Tensor:
     return v
 
 
+def _indirect_rules(stationary, moving, is_transpose, tile_position, tile_size):
+    """AWS's nc_matmul page: tensor indirection is incompatible with hardware tiling and with
+    an indirect moving operand in transpose mode."""
+    pairs = (("stationary", stationary), ("moving", moving))
+    ti = [r for r, x in pairs if x.__class__ is DynamicTensor]
+    if not ti:
+        return
+    if is_transpose and "moving" in ti:
+        fail("nisa.nc_matmul(is_transpose=True): moving cannot use tensor indirection")
+    if any(int(v) for v in tile_position) or tile_size:
+        fail(
+            f"nisa.nc_matmul: tensor indirection ({', '.join(ti)}) is incompatible with hardware "
+            f"tiling: leave tile_position/tile_size unset"
+        )
+
+
 def nc_matmul(
     dst,
     stationary,
@@ -65,6 +82,7 @@ def nc_matmul(
     operand(ex, "nc_matmul", "dst", dst, PSUM_ONLY, psum_state=False)
     if dst.storage.readonly is not None:
         fail(f"nisa.nc_matmul writes to {dst.storage.readonly}, which is not declared mutable")
+    _indirect_rules(stationary, moving, is_transpose, tile_position, tile_size)
     double = perf_mode is matmul_perf_mode.double_row or perf_mode == "double_row"
     sd, md = dtypes.normalize(stationary.dtype), dtypes.normalize(moving.dtype)
     for role, d in (("stationary", sd), ("moving", md)):

@@ -15,6 +15,7 @@ import torch
 
 from .. import dtypes, execution, isa
 from ..alloc import ndarray as _alloc
+from ..dynamic import DynamicTensor
 from ..errors import fail
 from ..indexed import IndexedTensor
 from ..indexing import mask_tensor
@@ -27,7 +28,7 @@ sbuf = MemoryRegion.sbuf
 
 
 def _tile(x) -> bool:
-    return isinstance(x, (NkiTensor, IndexedTensor))
+    return isinstance(x, (NkiTensor, IndexedTensor, DynamicTensor))
 
 
 def _num(x) -> bool:

@@ -7,6 +7,7 @@ import torch
 
 from .. import dtypes, isa
 from ..alloc import ndarray as _alloc
+from ..dynamic import DynamicTensor
 from ..errors import fail
 from ..indexed import IndexedTensor
 from ..storage import MemoryRegion
@@ -14,6 +15,10 @@ from ..tensor import NkiTensor
 from ..tensor_base import register_language
 
 sbuf, psum = MemoryRegion.sbuf, MemoryRegion.psum
+
+#: what the language functions take as a tile or view (dynamic views included: an
+#: ``nl.load(table.vector_select(0, ids))`` is one indirect DMA)
+_VIEWS = (NkiTensor, IndexedTensor, DynamicTensor)
 
 
 def _tile_shape(src) -> tuple:
@@ -28,7 +33,7 @@ def _tile_shape(src) -> tuple:
 
 def load(src, dtype=None, mask=None, **kwargs) -> NkiTensor:
     """Load an HBM tensor (view) into a new SBUF tile (a DMA)."""
-    if not isinstance(src, (NkiTensor, IndexedTensor)):
+    if not isinstance(src, _VIEWS):
         fail(f"nl.load: src must be an NKI tensor in HBM, got {type(src).__name__}")
     if src.buffer.on_chip:
         fail(
@@ -53,9 +58,9 @@ def load_transpose2d(src, dtype=None) -> NkiTensor:
 
 def store(dst, value, mask=None, **kwargs):
     """Store an SBUF tile into an HBM tensor (a DMA); a PSUM tile is first copied to SBUF."""
-    if not isinstance(dst, (NkiTensor, IndexedTensor)) or dst.buffer.on_chip:
+    if not isinstance(dst, _VIEWS) or dst.buffer.on_chip:
         fail("nl.store: dst must be an HBM tensor (view)")
-    if not isinstance(value, (NkiTensor, IndexedTensor)):
+    if not isinstance(value, _VIEWS):
         fail(f"nl.store: value must be an SBUF tile, got {type(value).__name__}")
     if value.buffer is psum:
         value = copy(value)
@@ -64,7 +69,7 @@ def store(dst, value, mask=None, **kwargs):
 
 def copy(x, dtype=None, mask=None, **kwargs) -> NkiTensor:
     """A new SBUF tile with the values of ``x`` (cast to ``dtype``)."""
-    if not isinstance(x, (NkiTensor, IndexedTensor)):
+    if not isinstance(x, _VIEWS):
         fail(f"nl.copy: x must be a tile, got {type(x).__name__}")
     out = _alloc(x.shape, dtype or x.dtype, sbuf)
     if x.buffer.on_chip:
@@ -84,7 +89,7 @@ def assign(view, value):
 
             _fill(view, value)
         return
-    if not isinstance(value, (NkiTensor, IndexedTensor)):
+    if not isinstance(value, _VIEWS):
         fail(f"cannot assign {type(value).__name__} to an NKI tensor view")
     if _same_view(view, value):
         return  # ``t[k] += v`` already wrote t[k] in place (legacy PSUM accumulation)
@@ -137,7 +142,7 @@ def transpose(x, dtype=None) -> NkiTensor:
 
 
 def _is_tile(x) -> bool:
-    return isinstance(x, (NkiTensor, IndexedTensor))
+    return isinstance(x, _VIEWS)
 
 
 __all__ = ["load", "load_transpose2d", "store", "copy", "assign", "matmul", "transpose"]
