@@ -17,14 +17,16 @@ nccom-test validation set).
 
 from __future__ import annotations
 
+from . import releases
+
 #: {kind: (smallest, largest) speed ratio} of the never-fitted workload rows (validation and held-out), as
 #: ``workload_bands()`` computes them (tests/perf/test_ranges.py checks they agree; tracing the
 #: workloads takes seconds, too slow for every ``torch-neuronx cost``)
 BANDS: dict = {
     "kernel": (0.62, 1.0),
-    "training": (0.87, 2.3),
+    "training": (0.71, 1.5),
     "decode": (0.69, 1.22),
-    "prefill": (0.73, 2.25),
+    "prefill": (0.66, 2.25),
 }
 
 KINDS = ("kernel", "training", "decode", "prefill", "collective")
@@ -94,8 +96,9 @@ def likely(seconds: float, kind: str, generation: str = "trn2") -> tuple:
     return (seconds * min(1.0, lo), seconds * max(1.0, hi))
 
 
-#: what a kind's range does not cover: published runs of that kind kept out of its band, each
-#: stated wherever a range of that kind is shown (docs/decisions.md, "Post-hoc exclusions").
+#: what a kind's range does and does not cover: published runs of that kind kept out of its
+#: band, and the software release a training range is for, each stated wherever a range of
+#: that kind is shown (docs/decisions.md, "Post-hoc exclusions").
 #: Keyed by kind, or by (kind, generation) for collectives.
 SCOPE: dict = {
     "prefill": (
@@ -109,6 +112,9 @@ SCOPE: dict = {
     ),
 }
 SCOPE[("collective", "trn3")] = SCOPE[("collective", "trn2")]  # Trn3 takes Trn2's constants
+#: training: the Neuron SDK release the projection is for (perf/releases.py: runs of SDK <= 2.15
+#: were slower; their rows are costed with that era's release efficiency)
+SCOPE["training"] = releases.LABEL
 
 
 def scope(kind: str, generation: str = "trn2") -> str:
@@ -159,74 +165,54 @@ BACKING: dict = {
         ("Trainium3 HBM bandwidth", 0.86, "[T3, TRN3I]"),
         (
             "single-kernel efficiency, 2048^3 BF16 NKI matmul",
-            0.95,
+            0.71,
             "third-party (public NKI kernel-tuning repositories; unverified)",
         ),
     ),
     "training": (
         (
             "Llama-3.1-70B pre-training throughput, 32 x trn1.32xlarge, TP=32 DP=4 PP=8, seq 8192, micro-batch 1, global batch 1024, BF16 autocast, NxD (SDK 2.24)",
-            1.06,
-            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-training-performance.html",
-        ),
-        (
-            "Llama-2-7b pre-training throughput, 16 x trn1.32xlarge, TP=8 DP=64, micro-batch 1, global batch 1024, BF16 autocast + FP32 optimizer, NxD (SDK 2.15)",
-            1.61,
-            "https://github.com/aws-neuron/aws-neuron-sdk/blob/master/about-neuron/benchmarks/trn1/trn1_trn1n_nlp_data.csv",
-        ),
-        (
-            "BERT-Large phase 1 pre-training throughput, 16 x trn1.32xlarge, DP=512, seq 128, micro-batch 16, global batch 1,048,576, BF16 + stochastic rounding, LAMB (SDK 2.28)",
-            1.26,
+            0.94,
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-training-performance.html",
         ),
         (
             "BERT-Large phase 1 pre-training throughput, 16 x trn1.32xlarge, DP=512, seq 128, micro-batch 8, global batch 1,048,576, FP32, LAMB (SDK 2.28)",
-            0.87,
-            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-training-performance.html",
-        ),
-        (
-            "BERT-Large phase 1 pre-training throughput, 1 x trn1.32xlarge, DP=32, seq 128, micro-batch 16, global batch 16,384, BF16 + stochastic rounding, AdamW (SDK 2.28)",
-            1.16,
+            0.71,
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-training-performance.html",
         ),
         (
             "Llama-2-7b pre-training throughput, 32 x trn1.32xlarge, TP=8 PP=4 (DP=32 read from the cores used), seq 4096, micro-batch 1, global batch 1024, BF16 + stochastic rounding, AdamW, NeMo Megatron (SDK 2.15)",
-            1.97,
-            "https://github.com/aws-neuron/aws-neuron-sdk/blob/master/about-neuron/benchmarks/trn1/trn1_trn1n_nlp_data.csv",
-        ),
-        (
-            "Llama-2-13b pre-training throughput, 32 x trn1.32xlarge, TP=8 PP=4 (DP=32 read from the cores used), seq 4096, micro-batch 1, global batch 1024, BF16 + stochastic rounding, AdamW, NeMo Megatron (SDK 2.15)",
-            1.56,
+            1.27,
             "https://github.com/aws-neuron/aws-neuron-sdk/blob/master/about-neuron/benchmarks/trn1/trn1_trn1n_nlp_data.csv",
         ),
         (
             "BERT-Large phase 2 pre-training throughput, 16 x trn1.32xlarge, DP=512, seq 512 (phase 2), micro-batch 2, global batch 524,288, BF16 + stochastic rounding, LAMB (SDK 2.15)",
-            1.67,
+            1.07,
             "https://github.com/aws-neuron/aws-neuron-sdk/blob/master/about-neuron/benchmarks/trn1/trn1_trn1n_nlp_data.csv",
         ),
         (
             "BERT-Large phase 1 pre-training throughput, 1 x trn1.32xlarge, DP=32, seq 128, micro-batch 16, global batch 65,536, BF16 + stochastic rounding, LAMB (SDK 2.15)",
-            1.21,
+            0.74,
             "https://github.com/aws-neuron/aws-neuron-sdk/blob/master/about-neuron/benchmarks/trn1/trn1_trn1n_nlp_data.csv",
         ),
         (
             "BERT-Large phase 1 pre-training throughput, 16 x trn1.32xlarge, DP=512, seq 128, micro-batch 16, global batch 16,384, BF16 autocast (AMP), AdamW (SDK 2.14)",
-            2.3,
+            1.5,
             "https://github.com/aws-neuron/aws-neuron-sdk/blob/master/about-neuron/benchmarks/trn1/trn1_trn1n_nlp_data.csv",
         ),
         (
             "GPT3-23B pre-training throughput, 32 x trn1.32xlarge, TP=8 DP=32 PP=4, seq 2048, micro-batch 1, global batch 1024, BF16 + stochastic rounding, AdamW, NeMo Megatron (SDK 2.15)",
-            1.76,
+            1.05,
             "https://github.com/aws-neuron/aws-neuron-sdk/blob/master/about-neuron/benchmarks/trn1/trn1_trn1n_nlp_data.csv",
         ),
         (
             "GPT3-46B pre-training throughput, 32 x trn1.32xlarge, TP=8 DP=16 PP=8, seq 2048, micro-batch 1, global batch 1024, BF16 + stochastic rounding, AdamW, NeMo Megatron (SDK 2.15)",
-            1.34,
+            0.81,
             "https://github.com/aws-neuron/aws-neuron-sdk/blob/master/about-neuron/benchmarks/trn1/trn1_trn1n_nlp_data.csv",
         ),
         (
             "GPT3-175B pre-training throughput, 32 x trn1.32xlarge, TP=32 DP=4 PP=8, seq 2048, micro-batch 1, global batch 1024, BF16 + stochastic rounding, AdamW, NeMo Megatron (SDK 2.13)",
-            1.49,
+            0.97,
             "https://github.com/aws-neuron/aws-neuron-sdk/blob/master/about-neuron/benchmarks/trn1/trn1_trn1n_nlp_data.csv",
         ),
     ),
@@ -365,72 +351,72 @@ BACKING: dict = {
         ),
         (
             "Llama-2-70b prefill, time to first token (p50), trn1.32xlarge, TP=32, batch 1, BF16, 1024 in / 1024 out (seq 2048), transformers-neuronx",
-            0.83,
+            0.79,
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
         ),
         (
             "Llama-2-70b prefill, time to first token (p50), trn1.32xlarge, TP=32, batch 1, BF16, 2048 in / 2048 out (seq 4096), transformers-neuronx",
-            1.27,
+            1.2,
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
         ),
         (
             "Llama-3-70B prefill, time to first token (p50), trn1.32xlarge, TP=32, batch 4, BF16, 2048 in / 2048 out (seq 4096), transformers-neuronx",
-            0.78,
+            0.73,
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
         ),
         (
             "Llama-3-70B prefill, time to first token (p50), trn1.32xlarge, TP=32, batch 4, BF16, 128 in / 1024 out (seq 1152), transformers-neuronx",
-            0.88,
+            0.84,
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
         ),
         (
             "Llama-3-70B prefill, time to first token (p50), trn1.32xlarge, TP=32, batch 4, BF16, 128 in / 128 out (seq 256), transformers-neuronx",
-            0.88,
+            0.84,
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
         ),
         (
             "Llama-2-7b prefill, time to first token (p50), trn1.32xlarge, TP=32, batch 8, BF16, 128 in / 8064 out (seq 8192), transformers-neuronx",
-            1.25,
+            1.23,
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
         ),
         (
             "Llama-2-70b prefill, time to first token (p50), trn1.32xlarge, TP=32, batch 4, BF16, 128 in / 128 out (seq 256), transformers-neuronx",
-            1.06,
+            1.01,
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
         ),
         (
             "Llama-2-70b prefill, time to first token (p50), trn1.32xlarge, TP=32, batch 4, BF16, 256 in / 256 out (seq 512), transformers-neuronx",
-            0.97,
+            0.92,
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
         ),
         (
             "Llama-2-70b prefill, time to first token (p50), trn1.32xlarge, TP=32, batch 4, BF16, 128 in / 1024 out (seq 1152), transformers-neuronx",
-            1.06,
+            1.01,
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
         ),
         (
             "Llama-2-70b prefill, time to first token (p50), trn1.32xlarge, TP=32, batch 4, BF16, 1024 in / 1024 out (seq 2048), transformers-neuronx",
-            1.38,
+            1.3,
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
         ),
         (
             "Llama-2-70b prefill, time to first token (p50), trn1.32xlarge, TP=32, batch 4, BF16, 1024 in / 2048 out (seq 3072), transformers-neuronx",
-            1.38,
+            1.3,
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
         ),
         (
             "Llama-2-70b prefill, time to first token (p50), trn1.32xlarge, TP=32, batch 4, BF16, 2048 in / 2048 out (seq 4096), transformers-neuronx",
-            1.28,
+            1.2,
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
         ),
         (
             "Llama-3.3-70B prefill, time to first token (p50), trn2.48xlarge, TP=64, LNC=2, batch 1, BF16, 10k input / 1.5k output tokens, vLLM",
-            0.86,
+            0.81,
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/libraries/nxd-inference/tutorials/trn2-llama3.3-70b-tutorial.html",
         ),
         (
             "Llama-3.1-405B prefill, time to first token (p50), trn2.48xlarge, TP=64, LNC=2, batch 1, BF16, 10k input / 1.5k output tokens, vLLM",
-            0.73,
+            0.66,
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/libraries/nxd-inference/tutorials/trn2-llama3.1-405b-speculative-tutorial.html",
         ),
         (
@@ -445,12 +431,12 @@ BACKING: dict = {
         ),
         (
             "Llama-3-8B prefill, time to first token (p50), trn1.32xlarge, TP=32, batch 8, FP16 compute, int8 weights, 128 in / 8064 out (seq 8192), transformers-neuronx",
-            1.03,
+            1.0,
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
         ),
         (
             "Llama-3-8B prefill, time to first token (p50), trn1.32xlarge, TP=32, batch 8, FP16 compute, int8 weights, 128 in / 3968 out (seq 4096), transformers-neuronx",
-            0.91,
+            0.89,
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
         ),
         (

@@ -8,8 +8,8 @@ duration = max(compute time on the engines, HBM time) + fixed overhead
   a MultiplyMoving instruction costs max(N, 64) cycles [NKI1], so partial tiles and narrow
   moving tiles waste cycles. The compiler may swap the operands (C^T = B^T A^T); we take the
   cheaper mapping. Attention/convolution charge partial tiles on their contraction length only.
-  On top of the tile rule a matmul reaches ``params.tensor_efficiency`` (0.87, fitted on the
-  workload calibration set, ``perf/workload_fit.py``). An eager matmul also pays TensorE's
+  On top of the tile rule a matmul reaches ``params.tensor_efficiency`` (0.65, fitted on the
+  workload calibration set of the newest Neuron SDK era, ``perf/workload_fit.py``). An eager matmul also pays TensorE's
   warm-up (50% of peak ramping to full over ~3 us [THR]).
 - **VectorE / ScalarE / GpSimdE** (element-wise, reductions): 128 lanes, one element per lane
   per cycle for one-input instructions and two cycles for two-input VectorE instructions [NKI1],

@@ -191,6 +191,11 @@ def workload_markdown(pairs=None) -> str:
                 if r.kind == "prefill"
                 else "not compared (async mode hides it)"
             )
+            + (
+                f"; the model gives a typical (median) time, no {r.percentile} tail"
+                if r.percentile != "p50"
+                else ""
+            )
             if r.serving
             else ""
         )

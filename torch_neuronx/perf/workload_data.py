@@ -5,8 +5,9 @@ token) and how we split them into a calibration set and a validation set.
 ``VALIDATION`` rows are never used to fit, only to report the model's error
 (``perf/validation.py``, docs/perf-model.md). The split is by rule, fixed before the fit: in
 AWS's Trn1 inference table every other bf16 row (in the table's order) is calibration and the
-rest validation; every Trn2 row and every training row but Llama-3.1-8B (the BERT-Large rows
-included) are validation. Rows
+rest validation; every Trn2 row is validation; the training rows are grouped by the era of
+their Neuron SDK release (``perf/releases.py``) and in each era every other row not held out is
+calibration (``_split_training_by_release``, rule fixed 2026-12-02 before the release fit). Rows
 the model does not cover are ``EXCLUDED`` (reported with the reason, never fitted).
 
 Every row is a figure as published; the reading of the configuration (context length at
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from . import releases
 from .workloads import DataParallel, Training
 
 TRN1_INFERENCE = (
@@ -56,6 +58,9 @@ class Published:
     note: str = ""
     weight_bytes: int = 2  # 1: int8-stored layer weights (workloads.int8_weights)
     percentile: str = "p50"  # of a latency figure
+    #: training: the Neuron SDK release the published table states for the row (its era,
+    #: ``perf/releases.py``, decides the split and the release efficiency)
+    sdk: str = ""
 
     @property
     def anchor(self) -> str:
@@ -271,6 +276,7 @@ def _training_rows() -> list:
             TRN1_TRAINING,
             "calibration",
             training=Training("Llama-3.1-8B", t, 32, 32, 32, 1, 8192, 1, 1024),
+            sdk="2.24",
         ),
         Published(
             "training",
@@ -283,6 +289,7 @@ def _training_rows() -> list:
             TRN1_TRAINING,
             "validation",
             training=Training("Llama-3.1-70B", t, 32, 32, 4, 8, 8192, 1, 1024),
+            sdk="2.24",
             note="1F1B pipeline, 256 micro-batches per step",
         ),
         Published(
@@ -297,6 +304,7 @@ def _training_rows() -> list:
             "trn1_trn1n_nlp_data.csv",
             "validation",
             training=Training("Llama-2-7b", t, 16, 8, 64, 1, 4096, 1, 1024),
+            sdk="2.15",
             note="sequence length 4096 (Llama-2's context; the table does not state it); "
             "ZeRO-1 assumed (NxD's tutorial default)",
         ),
@@ -325,6 +333,7 @@ def _nemo_llama_rows() -> list:
                 training=Training(
                     model, "trn1.32xlarge", 32, 8, 32, 4, 4096, 1, 1024, recompute=True
                 ),
+                sdk="2.15",
                 note=f"published MFU {mfu}%; the table's DP=4 does not multiply to its 32 "
                 "instances; full activation checkpointing (neuronx-nemo-megatron test_llama.sh); "
                 "sequence length 4096 (llama_7b.sh); ZeRO-1 and 1F1B assumed as for NxD",
@@ -355,6 +364,7 @@ def _bert_rows() -> list:
                 TRN1_TRAINING,
                 "validation",
                 training=DataParallel("trn1.32xlarge", nodes, 128, mb, gbs, dtype),
+                sdk="2.28",
                 note="attention written out with dropout (Hugging Face BertLayer); masked-LM "
                 "logits over every position; one gradient all-reduce and optimizer update per "
                 "step",
@@ -390,24 +400,27 @@ def _heldout_rows() -> list:
     rows = []
     # AWS's Trn1 encoder table (trn1_trn1n_nlp_data.csv): BERT-Large configurations the encoder
     # rows above do not have
-    for setup, dp, value in (
+    for setup, dp, value, sdk in (
         (
             "16 x trn1.32xlarge, DP=512, seq 512 (phase 2), micro-batch 2, global batch 524,288, "
             "BF16 + stochastic rounding, LAMB (SDK 2.15)",
             DataParallel(t, 16, 512, 2, 524288, "bfloat16"),
             7507.0,
+            "2.15",
         ),
         (
             "1 x trn1.32xlarge, DP=32, seq 128, micro-batch 16, global batch 65,536, BF16 + "
             "stochastic rounding, LAMB (SDK 2.15)",
             DataParallel(t, 1, 128, 16, 65536, "bfloat16"),
             3733.0,
+            "2.15",
         ),
         (
             "16 x trn1.32xlarge, DP=512, seq 128, micro-batch 16, global batch 16,384, BF16 "
             "autocast (AMP), AdamW (SDK 2.14)",
             DataParallel(t, 16, 128, 16, 16384, "bfloat16"),
             24518.47,
+            "2.14",
         ),
     ):
         phase = "phase 2" if dp.seq == 512 else "phase 1"
@@ -422,6 +435,7 @@ def _heldout_rows() -> list:
                 TRN1_NLP_CSV,
                 HELD_OUT,
                 training=dp,
+                sdk=sdk,
                 note="costed like the BERT rows above (one gradient all-reduce and optimizer "
                 "update per step)",
             )
@@ -446,6 +460,7 @@ def _heldout_rows() -> list:
                 TRN1_NLP_CSV,
                 HELD_OUT,
                 training=Training(model, t, 32, tp, dp, pp, 2048, 1, 1024, recompute=recompute),
+                sdk=sdk,
                 note=f"activation checkpointing {ckpt} ({NEMO}: gpt_*.sh; "
                 + (
                     "the forward runs twice)"
@@ -489,7 +504,22 @@ def _heldout_rows() -> list:
     return rows
 
 
-ROWS: list = (
+def _split_training_by_release(rows: list) -> list:
+    """The training rows' split, by the rule fixed before the release fit (docs/decisions.md,
+    "Training rows by software release"): grouped by the era of their SDK release
+    (``releases.era``), the rows of each era that are not held out alternate calibration /
+    validation in table order, the first calibration. Other rows are returned unchanged."""
+    seen: dict = {}
+    out = []
+    for r in rows:
+        if r.kind == "training" and r.split != HELD_OUT:
+            i = seen[releases.era(r.sdk)] = seen.get(releases.era(r.sdk), -1) + 1
+            r = dataclasses.replace(r, split="calibration" if i % 2 == 0 else "validation")
+        out.append(r)
+    return out
+
+
+ROWS: list = _split_training_by_release(
     _training_rows()
     + _bert_rows()
     + _tnx_rows()

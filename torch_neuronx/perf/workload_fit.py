@@ -1,6 +1,6 @@
 """Fit the model constants no public document states to the workload calibration set.
 
-Three constants, fitted in this order on ``workload_data.CALIBRATION`` only (never on the
+Four constants, fitted in this order on ``workload_data.CALIBRATION`` only (never on the
 validation rows), by least squares on log(modeled / published) over a grid:
 
 1. jointly, on the Trn1 decode calibration rows (models of 7B to 70B parameters, so the
@@ -16,7 +16,12 @@ validation rows), by least squares on log(modeled / published) over a grid:
      DMA engines [DMA], below its share of the HBM bandwidth;
 2. **TensorE efficiency** (``params.tensor_efficiency``): the fraction of the tile rule's
    throughput a compiled matmul reaches, fitted on the compute-bound calibration rows
-   (training and prefill). AWS's target for compute-bound engines is >= 90% [PERF].
+   (prefill, and training of the newest Neuron SDK era, ``releases.NEWEST``). AWS's target for
+   compute-bound engines is >= 90% [PERF];
+3. **the release efficiency of each older SDK era** (``releases.EFFICIENCY``): the training
+   step's device compute of a run on that era's releases is divided by it, fitted on that
+   era's training calibration rows only, with steps 1-2 applied (the split and this term were
+   fixed before fitting: docs/decisions.md, "Training rows by software release").
 
 ``python -m torch_neuronx.perf.workload_fit`` prints the fitted values; the stored ones (the
 hardware table and ``perf/params.py``) must agree (tests/perf/test_workload_calibration.py).
@@ -29,7 +34,7 @@ import math
 
 from torch_neuronx.runtime import hardware as hw
 
-from . import params, workload_data, workloads
+from . import params, releases, workload_data, workloads
 
 
 @contextlib.contextmanager
@@ -70,9 +75,38 @@ def fit_trn1_reduce_fixed(rows=None) -> float:
     return best
 
 
+def _newest(r) -> bool:
+    return r.kind == "prefill" or releases.era(r.sdk or "2.24") == releases.NEWEST
+
+
+def _bound_rows(rows) -> list:
+    """The compute-bound calibration rows that fix the TensorE efficiency: prefill, and the
+    training rows of the newest SDK era."""
+    return [r for r in rows if r.kind in ("training", "prefill") and _newest(r)]
+
+
+def _era_rows(rows, name: str) -> list:
+    return [r for r in rows if r.kind == "training" and r.sdk and releases.era(r.sdk) == name]
+
+
+OLDER_ERAS = tuple(e for e in releases.EFFICIENCY if e != releases.NEWEST)
+RELEASE_GRID = tuple(round(0.30 + 0.01 * i, 2) for i in range(71))  # 0.30 .. 1.00
+
+
+def fit_release_efficiency(name: str, rows=None) -> float:
+    """Era ``name``'s release efficiency on its training calibration rows (the other constants
+    as they are)."""
+    rows = _era_rows(workload_data.CALIBRATION if rows is None else rows, name)
+    scores = []
+    for e in RELEASE_GRID:
+        with releases.override(name, e):
+            scores.append((_loss(rows), e))
+    return min(scores)[1]
+
+
 def fit_tensor_efficiency(rows=None) -> float:
     rows = workload_data.CALIBRATION if rows is None else rows
-    bound = [r for r in rows if r.kind in ("training", "prefill")]
+    bound = _bound_rows(rows)
     cands = [round(0.30 + 0.01 * i, 2) for i in range(71)]  # 0.30 .. 1.00
     scores = []
     for e in cands:
@@ -85,8 +119,8 @@ HBM_GRID = tuple(round(0.5 + 0.05 * i, 2) for i in range(11))  # 0.50 .. 1.00
 
 
 def fit() -> dict:
-    """{"trn1_chip_reduce_fixed_s", "hbm_efficiency", "tensor_efficiency"} from the
-    calibration set (step 1 is applied while step 2 runs). Slow (a minute on two cores): the
+    """{"trn1_chip_reduce_fixed_s", "hbm_efficiency", "tensor_efficiency", "release:<era>"...}
+    from the calibration set (each step's values are applied while the next runs). Slow (a minute on two cores): the
     CI test checks the stored values are a local optimum instead (``neighbours``)."""
     dec = [r for r in workload_data.CALIBRATION if r.kind == "decode" and r.gen == "trn1"]
     scores = []
@@ -98,7 +132,9 @@ def fit() -> dict:
     _, h, c = min(scores)
     with trn1_reduce_fixed(c), params.override(hbm_efficiency=h):
         e = fit_tensor_efficiency()
-    return {"trn1_chip_reduce_fixed_s": c, "hbm_efficiency": h, "tensor_efficiency": e}
+        with params.override(tensor_efficiency=e):
+            eras = {f"release:{n}": fit_release_efficiency(n) for n in OLDER_ERAS}
+    return {"trn1_chip_reduce_fixed_s": c, "hbm_efficiency": h, "tensor_efficiency": e, **eras}
 
 
 def losses_around(stored: dict) -> dict:
@@ -106,7 +142,7 @@ def losses_around(stored: dict) -> dict:
     one grid step either side (the others held at their stored values): a cheap check that the
     stored values are the fit's optimum."""
     dec = [r for r in workload_data.CALIBRATION if r.kind == "decode" and r.gen == "trn1"]
-    bound = [r for r in workload_data.CALIBRATION if r.kind in ("training", "prefill")]
+    bound = _bound_rows(workload_data.CALIBRATION)
     c, h, e = (
         stored["trn1_chip_reduce_fixed_s"],
         stored["hbm_efficiency"],
@@ -131,6 +167,13 @@ def losses_around(stored: dict) -> dict:
             with params.override(tensor_efficiency=x):
                 row.append(_loss(bound))
         out["tensor_efficiency"] = tuple(row)
+        for n in OLDER_ERAS:
+            x0, era_rows = stored[f"release:{n}"], _era_rows(workload_data.CALIBRATION, n)
+            row = []
+            for x in (x0 - 0.01, x0, min(x0 + 0.01, 1.0)):
+                with releases.override(n, x):
+                    row.append(_loss(era_rows))
+            out[f"release:{n}"] = tuple(row)
     return out
 
 
@@ -141,6 +184,7 @@ def stored() -> dict:
         "trn1_chip_reduce_fixed_s": float(hw.COLLECTIVE_FIT["trn1"]["chip:reduce"][0]),
         "hbm_efficiency": p.hbm_efficiency,
         "tensor_efficiency": p.tensor_efficiency,
+        **{f"release:{n}": releases.EFFICIENCY[n] for n in OLDER_ERAS},
     }
 
 

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch_neuronx.runtime import hardware as hw
 from torch_neuronx.runtime.engines import Engine
 
-from . import estimate, graph, overlap, params
+from . import estimate, graph, overlap, params, releases
 from .collectives import collective_cost
 from .target import Target, for_instance
 
@@ -212,7 +212,7 @@ class Training:
     recompute: bool = False
 
 
-def training_step(w: Training) -> dict:
+def training_step(w: Training, release_efficiency: float = 1.0) -> dict:
     """Modeled seconds of one optimizer step and its parts (tensor-parallel layers with
     sequence parallelism, 1F1B pipeline over ``pp`` stages, ZeRO-1 data parallelism).
 
@@ -225,15 +225,18 @@ def training_step(w: Training) -> dict:
       of this rank's shard) runs once per step, after the last micro-batch, blocking; the ranks
       of one chip share its links (bytes x cores per chip, the convention of the fit);
     - the AdamW update runs once per step on this rank's 1/dp share (ZeRO-1), HBM-bound:
-      FP32 parameter, gradient, m, v read; parameter, m, v written."""
+      FP32 parameter, gradient, m, v read; parameter, m, v written;
+    - ``release_efficiency`` (``perf/releases.py``): the device compute -- the layers, the LM
+      head, the optimizer -- of a run on an older Neuron SDK release is divided by it; the
+      collectives are not."""
     m = MODELS[w.model]
     tgt = for_instance(w.instance)
     tp, dp, pp, mb = w.tp, w.dp, w.pp, w.micro_batch
     plan = trace_layer(m, tp, w.seq * mb, train=True)
-    layer = layer_time(plan, tgt)
+    layer = layer_time(plan, tgt) / release_efficiency
     tp_ranks = list(range(tp))
     one = tp_collectives(m, tp_ranks, w.seq * mb, tgt, 4)
-    head = head_time(m, tp, w.seq * mb, tgt, True)
+    head = head_time(m, tp, w.seq * mb, tgt, True) / release_efficiency
     per_stage = m.layers // pp
     launch = params.current().graph_launch_s
     forwards = 2 if w.recompute else 1
@@ -265,7 +268,7 @@ def training_step(w: Training) -> dict:
             + collective_cost("all_gather", shard * 2 * share, dp_ranks, tgt).duration
         )
     opt_bytes = shard / (dp if w.zero1 else 1) * (4 * 4 + 4 * 3)
-    opt = opt_bytes / tgt.core.hbm_bw
+    opt = opt_bytes / tgt.core.hbm_bw / release_efficiency
     # micro-batch mode: the pipeline's slots per micro-batch, the optimizer and sync once
     step = overlap.accumulated_step(pipeline / micro, micro, once_s=opt, blocking_s=sync)
     flops = 6 * m.params * w.seq * w.global_batch
@@ -338,13 +341,14 @@ class DataParallel:
     dtype: str  # bfloat16 | float32
 
 
-def bert_step(w: DataParallel, m: Bert = BERT_LARGE) -> dict:
+def bert_step(w: DataParallel, m: Bert = BERT_LARGE, release_efficiency: float = 1.0) -> dict:
     """Modeled seconds of one BERT pre-training step, data parallel over every core of
     ``nodes`` instances with gradient accumulation: each core runs global_batch / (cores x
     micro_batch) micro-batches of forward + backward (the layers, the masked-LM head over every
     position, as Hugging Face's BertForPreTraining computes it), then one all-reduce of the
     gradients and one optimizer update (LAMB/AdamW: FP32 parameter, gradient, two moments
-    read; parameter and moments written), once per step."""
+    read; parameter and moments written), once per step. ``release_efficiency`` divides the
+    device compute (layers, head, optimizer), as in ``training_step``."""
     tgt = for_instance(w.instance)
     dt = getattr(torch, w.dtype)
     size = torch.empty((), dtype=dt).element_size()
@@ -357,10 +361,11 @@ def bert_step(w: DataParallel, m: Bert = BERT_LARGE) -> dict:
         ).duration
         * 3
     )
-    micro = m.layers * layer_time(plan, tgt) + head + params.current().graph_launch_s
+    compute = (m.layers * layer_time(plan, tgt) + head) / release_efficiency
+    micro = compute + params.current().graph_launch_s
     micro_batches = w.global_batch // (cores * w.micro_batch)
     sync = collective_cost("all_reduce", m.params * size, list(range(cores)), tgt).duration
-    opt = m.params * 7 * 4 / tgt.core.hbm_bw
+    opt = m.params * 7 * 4 / tgt.core.hbm_bw / release_efficiency
     step = overlap.accumulated_step(micro, micro_batches, once_s=opt, blocking_s=sync)
     return {"step_s": step, "sync_s": sync, "optimizer_s": opt}
 
@@ -438,10 +443,15 @@ SERVING_PER_CALL_S = float(hw.SYNC_GRAPH_LAUNCH)
 def predict(row) -> float:
     """The modeled figure of a published row (``workload_data.Published``), in its unit: seq/s
     for training, device milliseconds for decode and prefill (the serving term excluded)."""
-    if row.kind == "training" and isinstance(row.training, DataParallel):
-        return row.training.global_batch / bert_step(row.training)["step_s"]
     if row.kind == "training":
-        return row.training.global_batch / training_step(row.training)["step_s"]
+        # a run of an older Neuron SDK release: its era's release efficiency (perf/releases.py)
+        eff = releases.efficiency(getattr(row, "sdk", ""))
+        if isinstance(row.training, DataParallel):
+            return (
+                row.training.global_batch
+                / bert_step(row.training, release_efficiency=eff)["step_s"]
+            )
+        return row.training.global_batch / training_step(row.training, eff)["step_s"]
     m = MODELS[row.model]
     tgt = for_instance(row.instance)
     wb = getattr(row, "weight_bytes", 2)
