@@ -22,7 +22,7 @@ import torch
 from torch_neuronx.runtime import hardware as hw
 from torch_neuronx.runtime.engines import Engine
 
-from . import estimate, params, workload_data, workloads
+from . import estimate, params, tails, workload_data, workloads
 from .target import for_instance
 
 
@@ -191,11 +191,7 @@ def workload_markdown(pairs=None) -> str:
                 if r.kind == "prefill"
                 else "not compared (async mode hides it)"
             )
-            + (
-                f"; the model gives a typical (median) time, no {r.percentile} tail"
-                if r.percentile != "p50"
-                else ""
-            )
+            + (f"; {tails.describe(r.kind, r.percentile)}" if r.percentile != "p50" else "")
             if r.serving
             else ""
         )
@@ -383,6 +379,28 @@ def sources_markdown() -> str:
     )
 
 
+def tails_markdown() -> str:
+    """The published p50/p99 pairs behind the tail factor (``perf/tails.py``) and the factor
+    of each kind, with and without the usability test."""
+    out = [
+        "| run | kind (LLMPerf metric) | p50 | p95 | p99 | max | p99 / p50 | used | source |",
+        "|---|---|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for p in tails.PAIRS:
+        out.append(
+            f"| {p.run} | {p.kind} ({tails.METRIC[p.kind]}) | {p.p50:.4g} s | {p.p95:.4g} s | "
+            f"{p.p99:.4g} s | {p.max:.4g} s | {p.ratio:.3f} | {p.why} | {p.source} |"
+        )
+    out += ["", "| kind | p99 tail factor (applied) | range | without the usability test |"]
+    out += ["|---|---:|---|---:|"]
+    for kind in tails.METRIC:
+        f, u = tails.FACTORS[kind], tails.unscreened(kind)
+        applied = f"{f['factor']:.3f}" if f else "none (compared as a median)"
+        rng = f"{f['lo']:.3f}-{f['hi']:.3f} ({f['n']} runs)" if f else "-"
+        out.append(f"| {kind} | {applied} | {rng} | {u['factor']:.3g} ({u['lo']:.3g}-{u['hi']:.3g}) |")
+    return "\n".join(out)
+
+
 #: docs/perf-model.md's generated blocks: name -> function giving the block's text
 def _blocks() -> dict:
     from .collective_validation import both_markdown
@@ -394,6 +412,7 @@ def _blocks() -> dict:
         "workloads": lambda: workload_markdown(),
         "collectives": lambda: both_markdown(),
         "never-fitted": lambda: never_fitted_markdown(),
+        "tails": lambda: tails_markdown(),
     }
 
 

@@ -471,10 +471,11 @@ def _heldout_rows() -> list:
             )
         )
     # Trn2 NxD Inference tutorial (speculative decoding tutorial, its baseline without a draft):
-    # Qwen3-32B, vLLM + LLMPerf, 128 input / 558 output tokens, p99 figures
+    # Qwen3-32B, vLLM + LLMPerf, 128 input / 512 output tokens (558 in LLMPerf's Llama-tokenizer
+    # count), p99 figures
     common = dict(gen="trn2", model="Qwen3-32B", unit="ms", source=QWEN, split=HELD_OUT)
     common.update(
-        setup="trn2.48xlarge, TP=64, LNC=2, batch 1 (max-num-seqs 1), BF16, 128 input / 558 "
+        setup="trn2.48xlarge, TP=64, LNC=2, batch 1 (max-num-seqs 1), BF16, 128 input / 512 "
         "output tokens, vLLM",
         instance="trn2.48xlarge",
         tp=64,
@@ -484,10 +485,13 @@ def _heldout_rows() -> list:
     rows.append(
         Published(
             "decode",
-            value=(6044.886 - 48.284) / 557,
-            tokens=128 + 279,
-            note="derived: (end-to-end 6,044.9 ms - TTFT 48.3 ms) / 557 later tokens, from the "
-            "tutorial's p99 LLMPerf log (10 requests, no input/output spread); context 407 "
+            value=(6044.886 - 48.284) / 511,
+            tokens=128 + 256,
+            note="derived: (end-to-end 6,044.9 ms - TTFT 48.3 ms) / 511 later tokens, from the "
+            "tutorial's p99 LLMPerf log (10 requests); LLMPerf asks for max_tokens = 512 and "
+            "counts the output again with a Llama tokenizer (the log's 558), so 512 Qwen tokens "
+            "are read (corrected 2026-12-02 from 557, after the row was first costed: "
+            "ray-project/llmperf token_benchmark_ray.py at f1d6bed); context 384 "
             "(mid-generation)",
             **common,
         )

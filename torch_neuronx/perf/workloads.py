@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch_neuronx.runtime import hardware as hw
 from torch_neuronx.runtime.engines import Engine
 
-from . import estimate, graph, overlap, params, releases
+from . import estimate, graph, overlap, params, releases, tails
 from .collectives import collective_cost
 from .target import Target, for_instance
 
@@ -464,10 +464,13 @@ def compared(row, modeled: float) -> float:
     """The modeled figure set against the published one: device time, except a time to first
     token measured through a serving stack, which is compared with the optional serving term
     on (one host dispatch of the prefill graph). Per-token decode through vLLM stays device
-    time: its asynchronous execution hides the per-call dispatch [ASYNC]."""
+    time: its asynchronous execution hides the per-call dispatch [ASYNC]. A row published as
+    a p99 is compared with the median x the tail factor of its kind (``perf/tails.py``)."""
     if row.serving and row.kind == "prefill":
-        return modeled + SERVING_PER_CALL_S * 1e3
-    return modeled
+        modeled = modeled + SERVING_PER_CALL_S * 1e3
+    # a p99 row: the median times the tail factor fitted on published p50/p99 pairs
+    # (perf/tails.py; 1.0 where no usable pair exists, and the table says so)
+    return modeled * tails.factor(row.kind, getattr(row, "percentile", "p50"))
 
 
 def speed_ratio(row, modeled: float | None = None) -> float:
