@@ -53,7 +53,8 @@ def test_fit_reads_no_heldout_row(monkeypatch):
 # that moves these rows fails here
 HELD = {
     "training": (6, 1.00),
-    "decode": (1, 0.69),
+    # 0.73: TPOT re-read over 511 tokens and compared at p99 with the tail factor (perf/tails.py)
+    "decode": (1, 0.73),
     "prefill": (1, 2.25),
     "collectives": (1, 1.09),
 }
@@ -69,7 +70,7 @@ def test_heldout_geomean_per_kind_is_as_computed(summary, kind):
 
 def test_heldout_verdict_is_reported_as_it_is(summary):
     # with the SDK-release term, training meets the criterion on the held-out rows
-    # (geomean 1.00, 0.74-1.50); the Qwen3-32B p99 prefill (2.25) and decode (0.69) do not,
+    # (geomean 1.00, 0.74-1.50); the Qwen3-32B p99 prefill (2.25) and decode (0.73) do not,
     # and the docs say so
     lo, hi = validation.CRITERION
     s = summary[("held-out", "training")]

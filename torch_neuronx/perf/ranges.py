@@ -25,7 +25,7 @@ from . import releases
 BANDS: dict = {
     "kernel": (0.62, 1.0),
     "training": (0.71, 1.5),
-    "decode": (0.69, 1.22),
+    "decode": (0.73, 1.22),
     "prefill": (0.66, 2.25),
 }
 
@@ -328,8 +328,8 @@ BACKING: dict = {
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
         ),
         (
-            "Qwen3-32B decode, time per output token (p99), trn2.48xlarge, TP=64, LNC=2, batch 1 (max-num-seqs 1), BF16, 128 input / 558 output tokens, vLLM",
-            0.69,
+            "Qwen3-32B decode, time per output token (p99), trn2.48xlarge, TP=64, LNC=2, batch 1 (max-num-seqs 1), BF16, 128 input / 512 output tokens, vLLM",
+            0.73,
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/libraries/nxd-inference/tutorials/sd-inference-tutorial.html",
         ),
     ),
@@ -440,7 +440,7 @@ BACKING: dict = {
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
         ),
         (
-            "Qwen3-32B prefill, time to first token (p99), trn2.48xlarge, TP=64, LNC=2, batch 1 (max-num-seqs 1), BF16, 128 input / 558 output tokens, vLLM",
+            "Qwen3-32B prefill, time to first token (p99), trn2.48xlarge, TP=64, LNC=2, batch 1 (max-num-seqs 1), BF16, 128 input / 512 output tokens, vLLM",
             2.25,
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/libraries/nxd-inference/tutorials/sd-inference-tutorial.html",
         ),

@@ -397,7 +397,9 @@ def tails_markdown() -> str:
         f, u = tails.FACTORS[kind], tails.unscreened(kind)
         applied = f"{f['factor']:.3f}" if f else "none (compared as a median)"
         rng = f"{f['lo']:.3f}-{f['hi']:.3f} ({f['n']} runs)" if f else "-"
-        out.append(f"| {kind} | {applied} | {rng} | {u['factor']:.3g} ({u['lo']:.3g}-{u['hi']:.3g}) |")
+        out.append(
+            f"| {kind} | {applied} | {rng} | {u['factor']:.3g} ({u['lo']:.3g}-{u['hi']:.3g}) |"
+        )
     return "\n".join(out)
 
 
