@@ -38,7 +38,7 @@ def test_likely_range_from_the_kind_of_work():
     lo, hi = ranges.likely(1.0, "training")
     assert (lo, hi) == ranges.BANDS["training"]
     text = ranges.describe(14.2e-3, "decode")
-    assert text.startswith("14.2 ms, likely 9.8 ms to 17.3 ms") and "modeled" in text
+    assert text.startswith("14.2 ms, likely 10.4 ms to 17.3 ms") and "modeled" in text
     assert ranges.collective_band("trn1") == (0.59, 1.49)
     with pytest.raises(ValueError, match="unknown kind"):
         ranges.band("gossip")
