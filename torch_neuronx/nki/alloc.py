@@ -2,7 +2,8 @@
 
 On-chip tiles are host tensors (never device HBM) filled with the uninitialised pattern (NaN,
 or 0xA5 bytes for integers) so that a read before a write shows; the fill is deferred to the
-tile's first access and skipped when that access overwrites the whole tile. HBM tensors a kernel
+first access that is not a plain write, and goes only where no write landed before it
+(nki/coverage.py): a tile or output written in full is never filled. HBM tensors a kernel
 creates are device memory of the kernel's neuron device: a neuron tensor (direct call), or,
 inside the eager/compiled path of an ``nki_op``, host memory routed to the device pool that
 the caller adopts as a neuron tensor without a copy. In ``shared_hbm`` every SPMD program
@@ -144,10 +145,12 @@ def _on_chip(ex, shape, dtype, buf, name) -> NkiTensor:
     st = Storage(buf, dtype, flat, p, free, name)
     if not ex.abstract:
         st.release = _pool.give
-        st.pending = dtypes.uninit_value(dtype)  # filled on first access (storage.materialize)
     st.rec = TileRecord(buf, name, nbytes, banks, errors.here())
     ex.tiles.append(st.rec)
-    return _fresh(st, shape, dtype)
+    t = _fresh(st, shape, dtype)
+    if not ex.abstract:
+        st.leave_unfilled(shape, t.strides)  # the pattern goes where a read finds nothing written
+    return t
 
 
 def _fresh(st: Storage, shape, dtype) -> NkiTensor:
@@ -176,16 +179,19 @@ def _hbm(ex, shape, dtype, buf, name) -> NkiTensor:
     elif ex.route >= 0:
         with routed(ex.route):
             owner = torch.empty(shape, dtype=sd)
-        owner.fill_(dtypes.uninit_value(dtype))
         host = owner.reshape(-1)
     else:
         from torch_neuronx.runtime.host import host_alias
 
         owner = torch.empty(shape, dtype=sd, device=ex.device)
         host = host_alias(owner).reshape(-1)
-        host.fill_(dtypes.uninit_value(dtype))
     st = Storage(buf, dtype, host, 0, 0, name, owner=owner)
     t = _fresh(st, shape, dtype)
+    if not ex.abstract:
+        # the pattern goes where a read finds nothing written, at the latest when the kernel
+        # ends (Execution.fill_unwritten): no pass over an output the kernel writes in full
+        st.leave_unfilled(shape, t.strides)
+        ex.unfilled.append(st)
     if buf is MemoryRegion.shared_hbm and ex.grid:
         ex.shared_hbm.append(t)
     return t

@@ -224,13 +224,16 @@ class Kernel:
                     ex.begin_program(programs[i], grid.core(programs[i], i))
 
                 pair = lockstep.Pair(ex)
-                return _unwrap(pair.run(programs, start, self.fn, wrapped_args, wrapped_kwargs))
+                result = pair.run(programs, start, self.fn, wrapped_args, wrapped_kwargs)
+                ex.fill_unwritten()
+                return _unwrap(result)
             for i, ids in enumerate(programs):
                 ex.begin_program(ids, grid.core(ids, i) if grid else i)
                 out = self.fn(*wrapped_args, **wrapped_kwargs)
                 capacity.check(ex)
                 if i == 0:
                     result = out
+            ex.fill_unwritten()
             return _unwrap(result)
 
 
