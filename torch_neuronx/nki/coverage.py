@@ -13,6 +13,7 @@ was written before it.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import torch
@@ -20,6 +21,8 @@ import torch
 #: the union check gives up (the pattern is then written into what is left) above this many
 #: cells of the grid the boxes' edges cut the allocation into
 _MAX_CELLS = 1 << 20
+#: up to this many (box, cell) pairs the union is counted in Python, beyond on a torch grid
+_PY_CELLS = 4096
 
 
 class Coverage:
@@ -78,9 +81,16 @@ class Coverage:
         if math.prod(len(c) - 1 for c in cuts) > _MAX_CELLS:
             return False
         index = [{c: i for i, c in enumerate(cs)} for cs in cuts]
+        ranges = [
+            [range(index[d][a], index[d][z]) for d, (a, z) in enumerate(b)] for b in self.boxes
+        ]
+        cells = math.prod(len(c) - 1 for c in cuts)
+        if sum(math.prod(len(r) for r in rs) for rs in ranges) <= _PY_CELLS:
+            # the usual case, one cell per tile written: a set of cells (no tensor ops)
+            return len({c for rs in ranges for c in itertools.product(*rs)}) == cells
         grid = torch.zeros([len(c) - 1 for c in cuts], dtype=torch.bool)
-        for b in self.boxes:
-            grid[tuple(slice(index[d][a], index[d][z]) for d, (a, z) in enumerate(b))] = True
+        for rs in ranges:
+            grid[tuple(slice(r.start, r.stop) for r in rs)] = True
         return bool(grid.all())
 
     def fill_rest(self, flat: torch.Tensor, value) -> None:

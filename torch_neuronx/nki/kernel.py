@@ -254,16 +254,25 @@ def simulate(kernel):
 
 # ------------------------------------------------------------------ arguments
 def _arg_names(fn, args, kwargs) -> list:
-    import inspect
-
     try:
-        params = list(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        params = []
+        params = _params(fn)
+    except TypeError:  # an unhashable callable
+        params = _params.__wrapped__(fn)
     names = []
     for i in range(len(args)):
         names.append(params[i] if i < len(params) else f"arg{i}")
     return names
+
+
+@functools.lru_cache(maxsize=512)
+def _params(fn) -> tuple:
+    """The parameter names of a kernel function (asked at every launch: cached)."""
+    import inspect
+
+    try:
+        return tuple(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return ()
 
 
 def _tensors(names, args, kwargs):
