@@ -54,26 +54,29 @@ class TileRecord:
 
 class _TilePool:
     """Host memory of dead on-chip tiles, reused by the next tiles of the same size: a fresh
-    allocation of a 128 x 512 tile costs page faults (~40 us) that dwarf its instructions."""
+    allocation of a 128 x 512 tile costs page faults (~40 us) that dwarf its instructions.
+    Each block keeps the whole-tile views made of it (shape -> torch view), so the next tile
+    of the same shape gets its view without a new torch view per allocation."""
 
     def __init__(self, limit_bytes: int = 64 << 20):
         self.free = {}
         self.bytes = 0
         self.limit = limit_bytes
 
-    def take(self, dtype, n: int) -> torch.Tensor:
+    def take(self, dtype, n: int) -> tuple:
+        """(flat memory of ``n`` elements, its views by shape)."""
         lst = self.free.get((dtype, n))
         if lst:
-            t = lst.pop()
-            self.bytes -= t.numel() * t.element_size()
-            return t
-        return torch.empty(n, dtype=dtype)
+            block = lst.pop()
+            self.bytes -= block[0].numel() * block[0].element_size()
+            return block
+        return torch.empty(n, dtype=dtype), {}
 
-    def give(self, t: torch.Tensor) -> None:
+    def give(self, t: torch.Tensor, views: dict) -> None:
         nbytes = t.numel() * t.element_size()
         if self.bytes + nbytes > self.limit:
             return
-        self.free.setdefault((t.dtype, t.numel()), []).append(t)
+        self.free.setdefault((t.dtype, t.numel()), []).append((t, views))
         self.bytes += nbytes
 
 
@@ -141,14 +144,18 @@ def _on_chip(ex, shape, dtype, buf, name) -> NkiTensor:
     if ex.abstract:
         flat = torch.empty(p * free, dtype=sd, device="meta")
     else:
-        flat = _pool.take(sd, p * free)
+        flat, views = _pool.take(sd, p * free)
     st = Storage(buf, dtype, flat, p, free, name)
-    if not ex.abstract:
-        st.release = _pool.give
     st.rec = TileRecord(buf, name, nbytes, banks, errors.here())
     ex.tiles.append(st.rec)
     t = _fresh(st, shape, dtype)
     if not ex.abstract:
+        st.release = _pool.give
+        st.views = views
+        v = views.get(shape)
+        if v is None:
+            v = views[shape] = flat.view(shape)
+        t._t = v  # the whole tile's torch view (NkiTensor.tensor)
         st.leave_unfilled(shape, t.strides)  # the pattern goes where a read finds nothing written
     return t
 

@@ -70,6 +70,7 @@ class Storage:
         "value_init",
         "ready",
         "release",
+        "views",
         "pending",
         "cover",
         "shape",
@@ -102,6 +103,7 @@ class Storage:
         self.value_init = False  # PSUM: last written by a non-matmul instruction
         self.ready = 0.0  # modeled time its last write completes
         self.release = None  # returns an on-chip tile's memory to the allocator's pool
+        self.views = None  # with ``release``: the torch views of that memory, by shape
         # the uninitialised pattern not yet written into ``flat`` (a new tile is filled when
         # first accessed, unless its first access overwrites all of it: no wasted pass)
         self.pending = None
@@ -112,7 +114,7 @@ class Storage:
         release = self.release
         if release is not None:
             try:
-                release(self.flat)
+                release(self.flat, self.views)
             except Exception:  # interpreter shutdown: the pool may already be gone
                 pass
 
