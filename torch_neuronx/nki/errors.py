@@ -40,8 +40,9 @@ def _in_package(filename: str) -> bool:
     return os.path.abspath(filename).startswith(_PKG_DIR + os.sep)
 
 
-#: code object -> whether it belongs to torch_neuronx.nki (asked for every instruction and
-#: allocation: a dict hit instead of a module-name test per frame)
+#: id(code object) -> (the code object, whether it belongs to torch_neuronx.nki), asked for
+#: every instruction and allocation. Keyed by id (a code object hashes its contents); the
+#: entry holds the code object, so the id cannot be reused while the entry exists.
 _IN_NKI: dict = {}
 
 
@@ -51,13 +52,13 @@ def user_frame(depth: int = 1):
     known = _IN_NKI
     while f is not None:
         code = f.f_code
-        inside = known.get(code)
-        if inside is None:
+        entry = known.get(id(code))
+        if entry is None:
             if len(known) > 4096:  # kernels made on the fly (tests): keep the memo small
                 known.clear()
             name = f.f_globals.get("__name__", "")
-            inside = known[code] = name.startswith("torch_neuronx.nki")
-        if not inside:
+            entry = known[id(code)] = (code, name.startswith("torch_neuronx.nki"))
+        if not entry[1]:
             return f
         f = f.f_back
     return None
