@@ -2,7 +2,8 @@
 
 On-chip tiles are host tensors (never device HBM) filled with the uninitialised pattern (NaN,
 or 0xA5 bytes for integers) so that a read before a write shows; the fill is deferred to the
-tile's first access and skipped when that access overwrites the whole tile. HBM tensors a kernel
+first access that is not a plain write, and goes only where no write landed before it
+(nki/coverage.py): a tile or output written in full is never filled. HBM tensors a kernel
 creates are device memory of the kernel's neuron device: a neuron tensor (direct call), or,
 inside the eager/compiled path of an ``nki_op``, host memory routed to the device pool that
 the caller adopts as a neuron tensor without a copy. In ``shared_hbm`` every SPMD program
@@ -53,26 +54,29 @@ class TileRecord:
 
 class _TilePool:
     """Host memory of dead on-chip tiles, reused by the next tiles of the same size: a fresh
-    allocation of a 128 x 512 tile costs page faults (~40 us) that dwarf its instructions."""
+    allocation of a 128 x 512 tile costs page faults (~40 us) that dwarf its instructions.
+    Each block keeps the whole-tile views made of it (shape -> torch view), so the next tile
+    of the same shape gets its view without a new torch view per allocation."""
 
     def __init__(self, limit_bytes: int = 64 << 20):
         self.free = {}
         self.bytes = 0
         self.limit = limit_bytes
 
-    def take(self, dtype, n: int) -> torch.Tensor:
+    def take(self, dtype, n: int) -> tuple:
+        """(flat memory of ``n`` elements, its views by shape)."""
         lst = self.free.get((dtype, n))
         if lst:
-            t = lst.pop()
-            self.bytes -= t.numel() * t.element_size()
-            return t
-        return torch.empty(n, dtype=dtype)
+            block = lst.pop()
+            self.bytes -= block[0].numel() * block[0].element_size()
+            return block
+        return torch.empty(n, dtype=dtype), {}
 
-    def give(self, t: torch.Tensor) -> None:
+    def give(self, t: torch.Tensor, views: dict) -> None:
         nbytes = t.numel() * t.element_size()
         if self.bytes + nbytes > self.limit:
             return
-        self.free.setdefault((t.dtype, t.numel()), []).append(t)
+        self.free.setdefault((t.dtype, t.numel()), []).append((t, views))
         self.bytes += nbytes
 
 
@@ -140,14 +144,20 @@ def _on_chip(ex, shape, dtype, buf, name) -> NkiTensor:
     if ex.abstract:
         flat = torch.empty(p * free, dtype=sd, device="meta")
     else:
-        flat = _pool.take(sd, p * free)
+        flat, views = _pool.take(sd, p * free)
     st = Storage(buf, dtype, flat, p, free, name)
-    if not ex.abstract:
-        st.release = _pool.give
-        st.pending = dtypes.uninit_value(dtype)  # filled on first access (storage.materialize)
     st.rec = TileRecord(buf, name, nbytes, banks, errors.here())
     ex.tiles.append(st.rec)
-    return _fresh(st, shape, dtype)
+    t = _fresh(st, shape, dtype)
+    if not ex.abstract:
+        st.release = _pool.give
+        st.views = views
+        v = views.get(shape)
+        if v is None:
+            v = views[shape] = flat.view(shape)
+        t._t = v  # the whole tile's torch view (NkiTensor.tensor)
+        st.leave_unfilled(shape, t.strides)  # the pattern goes where a read finds nothing written
+    return t
 
 
 def _fresh(st: Storage, shape, dtype) -> NkiTensor:
@@ -176,16 +186,19 @@ def _hbm(ex, shape, dtype, buf, name) -> NkiTensor:
     elif ex.route >= 0:
         with routed(ex.route):
             owner = torch.empty(shape, dtype=sd)
-        owner.fill_(dtypes.uninit_value(dtype))
         host = owner.reshape(-1)
     else:
         from torch_neuronx.runtime.host import host_alias
 
         owner = torch.empty(shape, dtype=sd, device=ex.device)
         host = host_alias(owner).reshape(-1)
-        host.fill_(dtypes.uninit_value(dtype))
     st = Storage(buf, dtype, host, 0, 0, name, owner=owner)
     t = _fresh(st, shape, dtype)
+    if not ex.abstract:
+        # the pattern goes where a read finds nothing written, at the latest when the kernel
+        # ends (Execution.fill_unwritten): no pass over an output the kernel writes in full
+        st.leave_unfilled(shape, t.strides)
+        ex.unfilled.append(st)
     if buf is MemoryRegion.shared_hbm and ex.grid:
         ex.shared_hbm.append(t)
     return t

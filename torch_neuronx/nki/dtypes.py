@@ -190,6 +190,16 @@ UNINIT_BYTE = 0xA5
 
 
 def uninit_value(dtype):
+    v = _UNINIT.get(dtype, _UNINIT)
+    if v is _UNINIT:
+        v = _UNINIT[dtype] = _uninit_value(dtype)
+    return v
+
+
+_UNINIT: dict = {}
+
+
+def _uninit_value(dtype):
     d = storage_dtype(dtype)
     if d.is_floating_point:
         return float("nan")

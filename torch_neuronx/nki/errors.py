@@ -40,12 +40,25 @@ def _in_package(filename: str) -> bool:
     return os.path.abspath(filename).startswith(_PKG_DIR + os.sep)
 
 
+#: id(code object) -> (the code object, whether it belongs to torch_neuronx.nki), asked for
+#: every instruction and allocation. Keyed by id (a code object hashes its contents); the
+#: entry holds the code object, so the id cannot be reused while the entry exists.
+_IN_NKI: dict = {}
+
+
 def user_frame(depth: int = 1):
     """The innermost frame outside torch_neuronx.nki (the kernel's line), or None."""
     f = sys._getframe(depth)
+    known = _IN_NKI
     while f is not None:
-        name = f.f_globals.get("__name__", "")
-        if not name.startswith("torch_neuronx.nki"):
+        code = f.f_code
+        entry = known.get(id(code))
+        if entry is None:
+            if len(known) > 4096:  # kernels made on the fly (tests): keep the memo small
+                known.clear()
+            name = f.f_globals.get("__name__", "")
+            entry = known[id(code)] = (code, name.startswith("torch_neuronx.nki"))
+        if not entry[1]:
             return f
         f = f.f_back
     return None

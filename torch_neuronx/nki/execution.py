@@ -55,6 +55,7 @@ class Execution:
         self.shared_hbm = []  # shared_hbm allocations, in program order (SPMD sharing)
         self.shared_cursor = 0
         self.hbm_outputs = []
+        self.unfilled = []  # kernel-created HBM storages whose uninitialised pattern is pending
         self.act_regs = None  # ScalarE reduce registers (one fp32 per partition)
         self.vec_regs = None  # VectorE accumulator registers
         self.readonly = ()  # ((start, end, arg name, op name), ...) of the enclosing nki_op
@@ -67,6 +68,13 @@ class Execution:
         self.timeline = None if abstract else _timeline(target.core)
         self.lockstep = None  # nki/lockstep.py's Pair while an LNC pair runs as coroutines
         self.schedule = None  # nki/schedule.py's State under kernel.with_schedule(...)
+
+    def fill_unwritten(self):
+        """The kernel has ended: its HBM tensors get the uninitialised pattern wherever it
+        wrote nothing (the caller sees what hardware would leave there)."""
+        for st in self.unfilled:
+            st.materialize()
+        self.unfilled = []
 
     def begin_program(self, ids: tuple, index: int = 0):
         self.program_ids = ids

@@ -231,6 +231,7 @@ def write_into(dst, fn, *args) -> bool:
     if fn not in _OUT_OK or dst.__class__ is not NkiTensor:
         return False
     st = dst.storage
+    reads_dst = False
     for a in args:
         if a.__class__ is NkiTensor and a.storage is st:
             same = (a.offset, a.shape, a.strides, a.dtype) == (
@@ -241,9 +242,9 @@ def write_into(dst, fn, *args) -> bool:
             )
             if not same:
                 return False
-    if st.pending is not None and dst.covers_storage():
-        st.pending = None  # the result covers the whole tile
-    out = dst.tensor
+            reads_dst = True
+    # dst read too (``x = x + y``): its unwritten elements must read as the pattern
+    out = dst.tensor if reads_dst else dst.overwrite_view()
     shape = out.shape
     vals = []
     for a in args:

@@ -224,13 +224,16 @@ class Kernel:
                     ex.begin_program(programs[i], grid.core(programs[i], i))
 
                 pair = lockstep.Pair(ex)
-                return _unwrap(pair.run(programs, start, self.fn, wrapped_args, wrapped_kwargs))
+                result = pair.run(programs, start, self.fn, wrapped_args, wrapped_kwargs)
+                ex.fill_unwritten()
+                return _unwrap(result)
             for i, ids in enumerate(programs):
                 ex.begin_program(ids, grid.core(ids, i) if grid else i)
                 out = self.fn(*wrapped_args, **wrapped_kwargs)
                 capacity.check(ex)
                 if i == 0:
                     result = out
+            ex.fill_unwritten()
             return _unwrap(result)
 
 
@@ -251,16 +254,25 @@ def simulate(kernel):
 
 # ------------------------------------------------------------------ arguments
 def _arg_names(fn, args, kwargs) -> list:
-    import inspect
-
     try:
-        params = list(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        params = []
+        params = _params(fn)
+    except TypeError:  # an unhashable callable
+        params = _params.__wrapped__(fn)
     names = []
     for i in range(len(args)):
         names.append(params[i] if i < len(params) else f"arg{i}")
     return names
+
+
+@functools.lru_cache(maxsize=512)
+def _params(fn) -> tuple:
+    """The parameter names of a kernel function (asked at every launch: cached)."""
+    import inspect
+
+    try:
+        return tuple(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return ()
 
 
 def _tensors(names, args, kwargs):

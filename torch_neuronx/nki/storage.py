@@ -12,6 +12,7 @@ import enum
 import torch
 
 from . import dtypes
+from .coverage import Coverage
 from .errors import fail
 
 
@@ -69,7 +70,11 @@ class Storage:
         "value_init",
         "ready",
         "release",
+        "views",
         "pending",
+        "cover",
+        "shape",
+        "strides",
         "__weakref__",
     )
 
@@ -98,24 +103,60 @@ class Storage:
         self.value_init = False  # PSUM: last written by a non-matmul instruction
         self.ready = 0.0  # modeled time its last write completes
         self.release = None  # returns an on-chip tile's memory to the allocator's pool
+        self.views = None  # with ``release``: the torch views of that memory, by shape
         # the uninitialised pattern not yet written into ``flat`` (a new tile is filled when
         # first accessed, unless its first access overwrites all of it: no wasted pass)
         self.pending = None
+        self.cover = None  # with ``pending``: the boxes written so far (nki/coverage.py)
+        self.shape = self.strides = None  # of the allocation, while ``pending``
 
     def __del__(self):
         release = self.release
         if release is not None:
             try:
-                release(self.flat)
+                release(self.flat, self.views)
             except Exception:  # interpreter shutdown: the pool may already be gone
                 pass
 
+    def leave_unfilled(self, shape: tuple, strides: tuple) -> None:
+        """Make the uninitialised pattern pending on this new allocation of ``shape``
+        (contiguous ``strides``): it is written at the first access that is not a recorded
+        write, where no such write landed (see nki/coverage.py)."""
+        self.pending = dtypes.uninit_value(self.dtype)
+        self.shape = shape
+        self.strides = strides
+
     def materialize(self) -> None:
-        """Write the pending uninitialised pattern (before any partial access)."""
+        """Write the pending uninitialised pattern where nothing was written yet (before any
+        read or unrecorded write)."""
         v = self.pending
         if v is not None:
             self.pending = None
-            self.flat.fill_(v)
+            cover, self.cover = self.cover, None
+            if cover is None:
+                self.flat.fill_(v)
+            else:
+                cover.fill_rest(self.flat, v)
+
+    def note_write(self, view) -> bool:
+        """Record that the plain view ``view`` of this storage (pattern pending) is about to
+        be written in full, reading none of it: True when recorded (the write may skip the
+        pattern), False when the pattern must be written first."""
+        shape = self.shape
+        if shape is None or view.flat is not self.flat:
+            return False  # no record kept / a dtype-reinterpreting view
+        if not view.offset and view.shape == shape and view.strides == self.strides:
+            self.pending = self.cover = None  # the whole allocation, in order
+            return True
+        cover = self.cover
+        if cover is None:
+            cover = self.cover = Coverage(shape, self.strides)
+        box = cover.box(view.shape, view.strides, view.offset)
+        if box is None:
+            return False
+        if cover.add(box):
+            self.pending = self.cover = None  # every element written: nothing to fill
+        return True
 
     @property
     def bytes_per_partition(self) -> int:

@@ -104,14 +104,23 @@ class NkiTensor(TensorBase):
             return False
         return self.strides == contiguous_strides(self.shape)
 
+    def overwrite_view(self) -> torch.Tensor:
+        """The torch view for an instruction that writes every element of this view and
+        reads none of its storage: a new allocation's uninitialised pattern is not written
+        under it (only, later, where nothing was written; nki/coverage.py)."""
+        st = self.storage
+        if st.pending is not None and not st.note_write(self):
+            st.materialize()
+        t = self._t
+        if t is None:
+            t = self._t = self.flat.as_strided(self.shape, self.strides, self.offset)
+        return t
+
     def read(self, mask=None) -> torch.Tensor:
         return self.tensor
 
     def write(self, value, mask=None):
-        st = self.storage
-        if st.pending is not None and mask is None and self.covers_storage():
-            st.pending = None  # every element is written now: the uninitialised fill is moot
-        t = self.tensor
+        t = self.tensor if mask is not None else self.overwrite_view()
         if (
             0 in self.strides
             and self.size > 1

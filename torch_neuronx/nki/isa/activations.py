@@ -96,9 +96,7 @@ def activation(
         elif mask is None and _in_place_ok(dst, data) and op.act in _ACT_OUT:
             # fp32 dst apart from data: scale, bias and function straight into dst's memory
             # (no tile-sized temporaries: each would be a fresh allocation, i.e. page faults)
-            if dst.storage.pending is not None and dst.covers_storage():
-                dst.storage.pending = None
-            out = dst.tensor
+            out = dst.overwrite_view()
             x = f32(data).reshape(out.shape)
             if not (isinstance(sc, float) and sc == 1.0):
                 x = torch.mul(x, sc, out=out)

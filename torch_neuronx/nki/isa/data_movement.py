@@ -248,12 +248,10 @@ def memset(dst, value, engine=engine.unknown, name=None, mask=None):
     record(ex, eng, dst)
     if ex.compute:
         m = mask_of(mask, dst)
-        # (not hasattr(dst, "tensor"): reading that property fills a new tile's uninitialised
-        # pattern, a wasted pass over memory the memset overwrites)
+        # (not dst.tensor: reading that property fills a new tile's uninitialised pattern, a
+        # wasted pass over memory the memset overwrites)
         if m is None and dst.__class__ is NkiTensor:
-            if dst.storage.pending is not None and dst.covers_storage():
-                dst.storage.pending = None  # the memset writes every element
-            dst.tensor.fill_(value)
+            dst.overwrite_view().fill_(value)  # every element written: no pattern under it
         else:
             dst.write(torch.full(dst.shape, value, dtype=dtypes.storage_dtype(dst.dtype)), m)
 

@@ -12,6 +12,7 @@ from ..dynamic import DynamicTensor
 from ..errors import fail
 from ..indexed import IndexedTensor
 from ..isa_common import ON_CHIP, PSUM, PSUM_ONLY, SBUF, SBUF_ONLY, f32, operand, record, write
+from ..tensor import NkiTensor
 from .arguments import engine_name, mask_of
 from .enums import engine, matmul_perf_mode
 
@@ -190,11 +191,23 @@ def nc_matmul(
     if ex.compute:
         a = _mm_read(stationary, "stationary").reshape(contraction, M)
         b = _mm_read(moving, "moving").reshape(contraction, N)
+        m = mask_of(mask, dst)
+        if m is None and dst.__class__ is NkiTensor and dst.dtype is torch.float32:
+            # straight into PSUM: a new tile is not filled first, no result-sized temporary
+            if acc:
+                d = dst.tensor
+                d.add_(torch.mm(a.t(), b).reshape(d.shape))
+            else:
+                d = dst.overwrite_view()
+                if d.dim() == 2 and d.is_contiguous():
+                    torch.mm(a.t(), b, out=d)
+                else:
+                    d.copy_(torch.mm(a.t(), b).reshape(d.shape))
+            return
         r = torch.mm(a.t(), b)
-        d = dst.tensor
         if acc:
-            r = r.reshape(d.shape) + d.float()
-        write(dst, r, mask_of(mask, dst))
+            r = r.reshape(dst.shape) + dst.tensor.float()
+        write(dst, r, m)
 
 
 def psum_accumulation(opcode: str, dst, accumulate) -> bool:
