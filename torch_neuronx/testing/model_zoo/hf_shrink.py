@@ -66,14 +66,18 @@ SIZES: dict[str, int] = {
     "n_routed_experts": 4,
     "num_experts_per_tok": 2,
     "rotary_dim": 8,  # GPT-J's partial rotary dims must fit in head_dim 16
+    "mamba_d_state": 16,  # Mamba-2 blocks' heads: `_fit_mamba`
     "image_size": 32,
     "max_source_positions": 32,
+    "max_length": 64,  # spectrogram frames (the Audio Spectrogram Transformer)
+    "num_queries": 16,  # detection queries (DETR-style): fewer than a 32 px image's anchors
 }
 
 LAYER_COUNTS = tuple(n for n in SIZES if "layers" in n or n == "n_layer")
 _WIDTHS = ("hidden_size", "d_model", "n_embd", "embed_dim", "dim")
 _HEADS = ("num_attention_heads", "n_head", "n_heads", "num_heads")
 HEAD_DIM = 16  # of the widths the head rule picks
+MAMBA_HEADS = 8
 
 # The vocabulary of a shrunk config (when every special token id fits below it), and of a
 # config whose default has none (ESM's default leaves it to the checkpoint).
@@ -136,6 +140,18 @@ def _fit_heads(default, kw: dict[str, Any]) -> None:
         kw["num_key_value_heads"] = kw.get("num_attention_heads", kv)
 
 
+def _fit_mamba(default, kw: dict[str, Any]) -> None:
+    """Mamba-2 mixers (Bamba, Falcon-H1): heads x head dim = the mixer width, which is
+    `mamba_d_ssm` where the config has one (shrunk to expand x hidden), else expand x hidden."""
+    if not isinstance(get(default, "mamba_n_heads"), int) or "hidden_size" not in kw:
+        return
+    width = (get(default, "mamba_expand") or 2) * kw["hidden_size"]
+    if isinstance(get(default, "mamba_d_ssm"), int):
+        kw["mamba_d_ssm"] = width
+    kw["mamba_n_heads"] = MAMBA_HEADS
+    kw["mamba_d_head"] = width // MAMBA_HEADS
+
+
 def _fit_out_indices(default, kw: dict[str, Any], new_layers: int | None) -> None:
     """A backbone's output stages (`out_indices` into `stage_names`, "stem" first) mapped onto
     the shrunk layer count, keeping their relative depth (BEiT's last layer 12 of 12 -> 2)."""
@@ -195,6 +211,7 @@ def shrink_kwargs(config_cls, default) -> dict[str, Any]:
         elif is_config(value):
             kw[name] = shrink_config(value)  # composite models: text/vision/audio sub-configs
     _fit_heads(default, kw)
+    _fit_mamba(default, kw)
     _fit_out_indices(default, kw, new_layers)
     _fit_per_layer_config(default, kw, new_layers)
     return kw
