@@ -10,7 +10,7 @@ trajectory. Each input is made by its name, with sizes from the config:
 - audio: `input_features`/`audio_mel` spectrograms and `input_values` waveforms in the layout
   the model's own feature extractor produces (run on a short tone, nothing downloaded);
 - `*_mask` for an input: all positions valid (ones, HF's attention-mask convention);
-- `grid_thw` with flattened patches `hidden_states` (Qwen2-VL-style vision towers): one
+- `grid_thw` with flattened patches as `hidden_states`/`pixel_values` (Qwen2-VL-style vision towers): one
   image of (1, 2m, 2m) patches per batch row, m the spatial merge size;
 - other `*_embeds` / `hidden_states`: (batch, seq, hidden) floats;
 - `bbox`: boxes with x0 <= x1, y0 <= y1, in [0, 1000) for LayoutLM-style position tables.
@@ -64,13 +64,17 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
     params = _params(model)
     main = getattr(model, "main_input_name", "input_ids")
     required = [n for n, p in params.items() if p.default is inspect.Parameter.empty]
-    wanted = [main] + [n for n in required if n != main]
+    # a vision tower's patch grid comes first: it fixes its flattened `hidden_states`
+    grids = [n for n in required if n.endswith("grid_thw")]
+    wanted = grids + [main] + [n for n in required if n != main]
     if main == "input_ids" or "input_ids" in required:
         wanted += [m for m in _MODALITIES if m in params and _side_by_side(config, m)]
     if main == "states":
         wanted += [n for n in ("actions", "returns_to_go", "timesteps") if n in params]
     if "bbox" in params:
         wanted.append("bbox")
+    if "encoder_hidden_states" in params and config_value(config, "encoder_hidden_size"):
+        wanted.append("encoder_hidden_states")  # a Q-Former cross-attends to image features
     batch: dict[str, torch.Tensor] = {}
     for name in dict.fromkeys(wanted):  # in order, once each
         if name not in batch:
@@ -105,10 +109,18 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
     if name == "input_values":
         return {name: _waveform_or_spectrogram(config, g)}
     if name.endswith("grid_thw"):
-        return _patches(config, g, name)
+        flat = "hidden_states" if "hidden_states" in _params(model) else "pixel_values"
+        return _patches(config, g, name, flat)
     if name.endswith("_mask") and name[: -len("_mask")] in batch:
-        return {name: torch.ones(_steps(config, name[: -len("_mask")], batch), dtype=torch.long)}
-    if name.endswith("_embeds") or name == "hidden_states":
+        steps = _steps(config, name[: -len("_mask")], batch)
+        if "Bool" in str(_params(model)[name].annotation):
+            # PyTorch's boolean padding masks mark padding True (key_padding_mask)
+            return {name: torch.zeros(steps, dtype=torch.bool)}
+        return {name: torch.ones(steps, dtype=torch.long)}  # HF's attention masks: 1 = keep
+    if name == "encoder_hidden_states" and config_value(config, "encoder_hidden_size"):
+        width = config_value(config, "encoder_hidden_size")
+        return {name: torch.randn(BATCH, SEQ, width, generator=g)}
+    if name.endswith("_embeds") or name.endswith("hidden_states"):
         hidden = config_value(config, "hidden_size") or 64
         return {name: torch.randn(BATCH, SEQ, hidden, generator=g)}
     if name == "bbox":
@@ -140,8 +152,17 @@ def _bins(config) -> int:
 
 
 def _spectrogram(config, g, name: str) -> torch.Tensor:
+    """(batch, bins, frames) as Whisper, (batch, frames, bins) where the extractor says so,
+    (batch, channels, frames, bins) where it gives a channel dim (CLAP)."""
     bins = _bins(config)
     frames = 2 * (config_value(config, "max_source_positions") or SEQ)
+    shape = (
+        _extractor_shape(config, "input_features", feature_size=7) if name != "audio_mel" else None
+    )
+    if shape is not None and len(shape) == 4:
+        # one channel: the extractor's extra ones are CLAP's "fusion" crops (`enable_fusion`)
+        channels = shape[1] if config_value(config, "enable_fusion") else 1
+        return torch.randn(BATCH, channels, frames, bins, generator=g)
     bins_last = name == "audio_mel" or _bins_last(config)
     shape = (BATCH, frames, bins) if bins_last else (BATCH, bins, frames)
     return torch.randn(*shape, generator=g)
@@ -197,9 +218,9 @@ def _pixels(config, g: torch.Generator) -> dict[str, torch.Tensor]:
     return {"pixel_values": torch.randn(BATCH, channels, size, size, generator=g)}
 
 
-def _patches(config, g, name: str) -> dict[str, torch.Tensor]:
+def _patches(config, g, name: str, flat_name: str) -> dict[str, torch.Tensor]:
     """Qwen2-VL-style vision input: `grid_thw` rows (t, h, w) in patches, and the patches
-    flattened to (sum t*h*w, channels * temporal_patch * patch^2) as `hidden_states`."""
+    flattened to (sum t*h*w, channels * temporal_patch * patch^2) as `flat_name`."""
     merge = config_value(config, "spatial_merge_size") or 1
     temporal = config_value(config, "temporal_patch_size") or 1
     patch = config_value(config, "patch_size") or 14
@@ -209,7 +230,7 @@ def _patches(config, g, name: str) -> dict[str, torch.Tensor]:
     side = 2 * merge
     grid = torch.tensor([[1, side, side]] * BATCH)
     flat = torch.randn(BATCH * side * side, channels * temporal * patch * patch, generator=g)
-    return {"hidden_states": flat, name: grid}
+    return {flat_name: flat, name: grid}
 
 
 def _boxes(config, g) -> torch.Tensor:

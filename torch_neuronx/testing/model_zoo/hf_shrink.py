@@ -65,6 +65,9 @@ SIZES: dict[str, int] = {
     "num_local_experts": 4,
     "n_routed_experts": 4,
     "num_experts_per_tok": 2,
+    # group-limited routing: 2 groups of the 4 experts, top-2 scored within a group
+    "n_group": 2,
+    "topk_group": 1,
     "rotary_dim": 8,  # GPT-J's partial rotary dims must fit in head_dim 16
     "mamba_d_state": 16,  # Mamba-2 blocks' heads: `_fit_mamba`
     "image_size": 32,
@@ -135,6 +138,10 @@ def _fit_heads(default, kw: dict[str, Any]) -> None:
         width = kw.get(name)
         if isinstance(width, int) and width % heads and heads * HEAD_DIM < get(default, name):
             kw[name] = heads * HEAD_DIM
+    for rotary in ("qk_rope_head_dim", "rotary_dim"):
+        # DeepSeek's latent attention: its head_dim is the rotary part's, and stays so
+        if rotary in kw and "head_dim" in kw and get(default, rotary) == get(default, "head_dim"):
+            kw["head_dim"] = kw[rotary]
     kv = get(default, "num_key_value_heads")
     if "num_key_value_heads" in kw and kv == _heads(get(default, "num_attention_heads")):
         kw["num_key_value_heads"] = kw.get("num_attention_heads", kv)
