@@ -147,6 +147,34 @@ def _fit_heads(default, kw: dict[str, Any]) -> None:
         kw["num_key_value_heads"] = kw.get("num_attention_heads", kv)
 
 
+def _tied(name: str) -> bool:
+    """A size that may be defined as another one (a codebook or projection width defaulting to
+    the hidden size): names ending in `_dim`/`_size` about a width."""
+    if name in SIZES or not name.endswith(("_dim", "_size")):
+        return False
+    return any(w in name for w in ("hidden", "dim", "proj", "embed")) and "vocab" not in name
+
+
+def _fit_tied(default, kw: dict[str, Any], accepted: set[str], config_cls) -> None:
+    """Sizes equal to a shrunk width in the default stay equal to it (EnCodec's `codebook_dim`
+    is its hidden size); layer counts that are a part of the stack (Gemma 3n's
+    `num_kv_shared_layers`, 15 of 35) keep their share of the shrunk stack, at least one."""
+    widths = {get(default, w): kw[w] for w in _WIDTHS if w in kw}
+    old_layers = max((get(default, n) for n in LAYER_COUNTS if n in kw), default=None)
+    new_layers = min((kw[n] for n in LAYER_COUNTS if n in kw), default=None)
+    for name in sorted(accepted):
+        if name in kw or not _settable(config_cls, name):
+            continue
+        value = get(default, name)
+        if not isinstance(value, int) or isinstance(value, bool):
+            continue
+        if _tied(name) and value in widths:
+            kw[name] = widths[value]
+        elif name.endswith("_layers") and name not in SIZES and old_layers and new_layers:
+            if 0 < value < old_layers:
+                kw[name] = min(max(1, round(value * new_layers / old_layers)), new_layers - 1)
+
+
 def _fit_mamba(default, kw: dict[str, Any]) -> None:
     """Mamba-2 mixers (Bamba, Falcon-H1): heads x head dim = the mixer width, which is
     `mamba_d_ssm` where the config has one (shrunk to expand x hidden), else expand x hidden."""
@@ -219,6 +247,7 @@ def shrink_kwargs(config_cls, default) -> dict[str, Any]:
             kw[name] = shrink_config(value)  # composite models: text/vision/audio sub-configs
     _fit_heads(default, kw)
     _fit_mamba(default, kw)
+    _fit_tied(default, kw, accepted, config_cls)
     _fit_out_indices(default, kw, new_layers)
     _fit_per_layer_config(default, kw, new_layers)
     return kw
