@@ -79,6 +79,9 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
     for name in dict.fromkeys(wanted):  # in order, once each
         if name not in batch:
             batch.update(_make(name, model, config, g, batch))
+    for name in list(batch):  # an input's own padding mask, where the forward takes one
+        if f"{name}_mask" in params and f"{name}_mask" not in batch:
+            batch.update(_make(f"{name}_mask", model, config, g, batch))
     if "input_ids" in batch and getattr(config, "is_encoder_decoder", False):
         batch["decoder_input_ids"] = batch["input_ids"].clone()
     elif "decoder_input_ids" in params and "decoder_input_ids" not in batch:
@@ -144,11 +147,14 @@ def _steps(config, name: str, batch) -> tuple[int, int]:
 
 
 def _bins(config) -> int:
+    """Features per frame: the mel bins, times the frames stacked into one (FunASR's low
+    frame rate input, `num_stacked_frames`)."""
+    stacked = config_value(config, "num_stacked_frames") or 1
     for name in ("num_mel_bins", "feature_size", "input_feat_size"):
         value = config_value(config, name)
         if isinstance(value, int) and value > 0:
-            return value
-    return 80
+            return value * stacked
+    return 80 * stacked
 
 
 def _spectrogram(config, g, name: str) -> torch.Tensor:
@@ -190,7 +196,17 @@ def _extractor_shape(config, key: str, feature_size: int | None = None):
     import transformers
     from transformers.models.auto.feature_extraction_auto import FEATURE_EXTRACTOR_MAPPING_NAMES
 
-    name = FEATURE_EXTRACTOR_MAPPING_NAMES.get(getattr(config, "model_type", ""))
+    # a sub-model type (fun_asr_nano_encoder) uses its family's extractor (fun_asr_nano)
+    parts = str(getattr(config, "model_type", "")).split("_")
+    families = ["_".join(parts[:n]) for n in range(len(parts), 0, -1)]
+    name = next(
+        (
+            FEATURE_EXTRACTOR_MAPPING_NAMES[f]
+            for f in families
+            if f in FEATURE_EXTRACTOR_MAPPING_NAMES
+        ),
+        None,
+    )
     cls = getattr(transformers, name, None) if isinstance(name, str) else None
     if cls is None:
         return None

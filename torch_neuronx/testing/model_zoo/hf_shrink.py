@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 from typing import Any
 
 # Integer sizes set wherever the config has the attribute (the config's own name or one of
@@ -152,7 +153,9 @@ def _tied(name: str) -> bool:
     the hidden size): names ending in `_dim`/`_size` about a width."""
     if name in SIZES or not name.endswith(("_dim", "_size")):
         return False
-    return any(w in name for w in ("hidden", "dim", "proj", "embed")) and "vocab" not in name
+    # not `*hidden_dim`: D-FINE's encoder_hidden_dim equals its d_model by chance, and its
+    # backbone projection is built for 256
+    return any(w in name for w in ("codebook", "proj", "embed")) and "vocab" not in name
 
 
 def _fit_tied(default, kw: dict[str, Any], accepted: set[str], config_cls) -> None:
@@ -170,7 +173,7 @@ def _fit_tied(default, kw: dict[str, Any], accepted: set[str], config_cls) -> No
             continue
         if _tied(name) and value in widths:
             kw[name] = widths[value]
-        elif name.endswith("_layers") and name not in SIZES and old_layers and new_layers:
+        elif name.startswith("num_") and name.endswith("_layers") and old_layers and new_layers:
             if 0 < value < old_layers:
                 kw[name] = min(max(1, round(value * new_layers / old_layers)), new_layers - 1)
 
@@ -219,8 +222,9 @@ def _fit_per_layer_config(default, kw: dict[str, Any], new_layers: int | None) -
     kw["per_layer_config"] = kept
 
 
-def shrink_kwargs(config_cls, default) -> dict[str, Any]:
-    """The constructor arguments that shrink `default` (an instance of `config_cls`)."""
+def shrink_kwargs(config_cls, default, undone: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The constructor arguments that shrink `default` (an instance of `config_cls`), but for
+    the attributes in `undone` (``sub.attr`` for one of a sub-config)."""
     accepted = _accepted(config_cls, default)
     kw: dict[str, Any] = {}
     for name, size in SIZES.items():
@@ -234,8 +238,11 @@ def shrink_kwargs(config_cls, default) -> dict[str, Any]:
         if name in kw or not _settable(config_cls, name):
             continue
         if isinstance(value, list) and len(value) in layers:
-            # per-layer lists (layer_types, ...) follow the shrunk layer count
+            # per-layer lists (layer_types, ...) follow the shrunk layer count; per-layer sizes
+            # (Gemma 3n's intermediate_size) are shrunk as the single size would be
             kw[name] = value[:new_layers]
+            if name in SIZES and all(isinstance(v, int) for v in value):
+                kw[name] = [min(v, SIZES[name]) for v in kw[name]]
         elif isinstance(value, float) and ("drop" in name or _is_mask_prob(name)):
             kw[name] = 0.0  # dropout, *_pdrop, drop_path, layerdrop, SpecAugment mask_*_prob
         elif "drop" in name and isinstance(value, list | tuple) and value:
@@ -244,7 +251,9 @@ def shrink_kwargs(config_cls, default) -> dict[str, Any]:
         elif name == "depths" and isinstance(value, list | tuple):
             kw[name] = [1] * len(value)  # hierarchical vision models: one block per stage
         elif is_config(value):
-            kw[name] = shrink_config(value)  # composite models: text/vision/audio sub-configs
+            # composite models: text/vision/audio sub-configs
+            inner = frozenset(n.split(".", 1)[1] for n in undone if n.startswith(f"{name}."))
+            kw[name] = shrink_config(value, inner)
     _fit_heads(default, kw)
     _fit_mamba(default, kw)
     _fit_tied(default, kw, accepted, config_cls)
@@ -293,7 +302,8 @@ def shrink_config(default, _undone: frozenset[str] = frozenset()):
     special token id fits) a vocabulary of `VOCAB`. When the config class rejects the shrunk
     values, the shrink of the attributes its message names is undone and it is built again."""
     config_cls = type(default)
-    kw = {k: v for k, v in shrink_kwargs(config_cls, default).items() if k not in _undone}
+    kw = shrink_kwargs(config_cls, default, _undone)
+    kw = {k: v for k, v in kw.items() if k not in _undone}
     vocab = get(default, "vocab_size")
     accepted = _accepted(config_cls, default)
     if "vocab_size" in accepted and "vocab_size" not in _undone:
@@ -301,6 +311,10 @@ def shrink_config(default, _undone: frozenset[str] = frozenset()):
             isinstance(vocab, int) and vocab > VOCAB and _token_ids_fit(default, VOCAB)
         ):
             kw["vocab_size"] = VOCAB
+            for name in accepted:  # Gemma 3n's per-layer embeddings: vocab_size_per_layer_input
+                other = get(default, name)
+                if name.startswith("vocab_size_") and isinstance(other, int) and other > VOCAB:
+                    kw[name] = VOCAB
     merged = {**default.to_dict(), **kw}
     _fit_mrope(merged)
     merged.pop("model_type", None)
@@ -311,7 +325,15 @@ def shrink_config(default, _undone: frozenset[str] = frozenset()):
     try:
         return config_cls(**merged)
     except Exception as exc:  # noqa: BLE001 - a validation error names what it rejects
-        named = {k for k in kw if k not in _undone and _names(str(exc), k)}
+        # `sub.attr` (FunASR's "adaptor_config.intermediate_size must equal text_config.
+        # hidden_size // 4") undoes that attribute of the sub-config, a plain name its own
+        dotted = set(re.findall(r"([A-Za-z_]\w*)\.([A-Za-z_]\w*)", str(exc)))
+        named = {
+            f"{a}.{b}" for a, b in dotted if is_config(kw.get(a)) and f"{a}.{b}" not in _undone
+        }
+        named |= {
+            k for k in kw if k not in _undone and not is_config(kw[k]) and _names(str(exc), k)
+        }
         if not named:
             raise
         return shrink_config(default, _undone | named)
@@ -319,6 +341,4 @@ def shrink_config(default, _undone: frozenset[str] = frozenset()):
 
 def _names(message: str, name: str) -> bool:
     """Whether a validation message names the attribute `name` (as a word)."""
-    import re
-
     return re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", message) is not None
