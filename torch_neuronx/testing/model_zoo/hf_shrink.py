@@ -160,7 +160,7 @@ def _tied(name: str) -> bool:
 
 def _fit_tied(default, kw: dict[str, Any], accepted: set[str], config_cls) -> None:
     """Sizes equal to a shrunk width in the default stay equal to it (EnCodec's `codebook_dim`
-    is its hidden size); layer counts that are a part of the stack (Gemma 3n's
+    is its hidden size); shared-layer counts that are a part of the stack (Gemma 3n's
     `num_kv_shared_layers`, 15 of 35) keep their share of the shrunk stack, at least one."""
     widths = {get(default, w): kw[w] for w in _WIDTHS if w in kw}
     old_layers = max((get(default, n) for n in LAYER_COUNTS if n in kw), default=None)
@@ -173,7 +173,8 @@ def _fit_tied(default, kw: dict[str, Any], accepted: set[str], config_cls) -> No
             continue
         if _tied(name) and value in widths:
             kw[name] = widths[value]
-        elif name.startswith("num_") and name.endswith("_layers") and old_layers and new_layers:
+        elif "shared" in name and name.endswith("_layers") and old_layers and new_layers:
+            # (not every `num_*_layers`: Wav2Vec2's num_feat_extract_layers counts its convs)
             if 0 < value < old_layers:
                 kw[name] = min(max(1, round(value * new_layers / old_layers)), new_layers - 1)
 

@@ -3,8 +3,8 @@
 A model is outside the sweep when
 
 1. its CPU reference fails (the shrunk config does not build, or the model does not run on
-   the synthetic batch on CPU): recorded as ``cpu_error`` with CPU's error, by rule, not by
-   name; or
+   the synthetic batch on CPU) or is not finite (a NaN loss or gradient: nothing to compare
+   the device with): recorded as ``cpu_error`` with CPU's error, by rule, not by name; or
 2. it is listed in `EXCLUDED` below, with its reason.
 
 `KNOWN_FAILURES` lists the failures of models inside the sweep that an open issue covers,

@@ -51,7 +51,8 @@ MULTIPLIER = 3.0
 @dataclass
 class Outcome:
     """One model in one mode. `status`: ``pass``, ``fail`` (a mismatch or a device error),
-    or ``cpu_error`` (the reference itself failed: the model is outside the sweep)."""
+    or ``cpu_error`` (the reference itself failed or is not finite: the model is outside
+    the sweep)."""
 
     model: str
     mode: str  # "eager" or "compiled"
@@ -137,6 +138,18 @@ def _train(model, forward, batch: dict[str, torch.Tensor]):
         )
         opt.step()
     return losses, grads
+
+
+def _not_finite(ref) -> str:
+    """'' when every loss and gradient of the CPU reference is finite, else the first that is
+    not: a reference that diverges (D-FINE's second step is NaN on CPU) cannot judge the device."""
+    for step, (loss, grads) in enumerate(zip(*ref)):
+        if not torch.isfinite(loss).all():
+            return f"CPU reference not finite: step {step} loss {loss.item():g}"
+        for name, g in grads.items():
+            if not torch.isfinite(g).all():
+                return f"CPU reference not finite: step {step} grad {name}"
+    return ""
 
 
 def _compare(ref, dev) -> tuple[str, float, float]:
@@ -250,6 +263,9 @@ def check(
         ref = _train(model, lambda **b: model(**b, **kwargs), batch)
     except Exception as exc:  # noqa: BLE001 - any CPU failure takes the model out of the sweep
         return [Outcome(name, mode, "cpu_error", _error(exc)) for mode in modes]
+    not_finite = _not_finite(ref)
+    if not_finite:  # nothing to compare the device with
+        return [Outcome(name, mode, "cpu_error", not_finite) for mode in modes]
     outcomes = []
     ref64: list = []  # computed once, when a mode first needs it
     for mode in modes:
