@@ -66,6 +66,8 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
     required = [n for n, p in params.items() if p.default is inspect.Parameter.empty]
     # a vision tower's patch grid comes first: it fixes its flattened `hidden_states`
     grids = [n for n in required if n.endswith("grid_thw")]
+    if main not in params and required:
+        main = required[0]  # an inherited main_input_name the forward does not take (Q-Former)
     wanted = grids + [main] + [n for n in required if n != main]
     if main == "input_ids" or "input_ids" in required:
         wanted += [m for m in _MODALITIES if m in params and _side_by_side(config, m)]
