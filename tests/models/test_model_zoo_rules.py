@@ -127,9 +127,22 @@ def test_boolean_padding_masks_mark_nothing_as_padding():
     assert batch["audio_mel_mask"].dtype == torch.bool and not batch["audio_mel_mask"].any()
 
 
-def test_multichannel_waveforms_follow_the_extractor():
-    _, batch = _batch("dac")  # (batch, channels, samples), one channel
-    assert batch["input_values"].shape[:2] == (2, 1)
+@pytest.mark.parametrize(
+    ("model_type", "layout"),
+    [("dac", "channels"), ("audio-spectrogram-transformer", "spectrogram"), ("wav2vec2", "wave")],
+)
+def test_waveforms_follow_the_extractor(model_type, layout):
+    from torch_neuronx.testing.model_zoo import hf_inputs
+
+    config = _shrunk(model_type)
+    values = hf_inputs._waveform_or_spectrogram(config, torch.Generator().manual_seed(0))
+    if layout == "channels":
+        expected = (2, 1, 1600)  # DAC: (batch, channels, samples)
+    elif layout == "spectrogram":
+        expected = (2, config.max_length, config.num_mel_bins)  # AST: (batch, frames, bins)
+    else:
+        expected = (2, 1600)
+    assert tuple(values.shape) == expected
 
 
 class _Diverges(torch.nn.Module):
