@@ -2,7 +2,7 @@
 
 The config class's defaults are kept and only the sizes are shrunk, where the attribute exists:
 few layers, a small hidden size, few heads and experts, small images and sequences, every
-dropout (and LayerDrop, drop path, SpecAugment masking) at 0 (CPU and neuron draw from
+dropout (and LayerDrop, drop path, SpecAugment and MAE masking, router jitter) at 0 (CPU and neuron draw from
 different generators, so a random mask would differ between them and say nothing about the
 device). A shrink must keep the invariants the default config satisfied, so the rules below
 carry them along, each for a whole kind of config rather than one model:
@@ -66,9 +66,14 @@ SIZES: dict[str, int] = {
     "num_local_experts": 4,
     "n_routed_experts": 4,
     "num_experts_per_tok": 2,
+    "num_experts_per_token": 2,
     # group-limited routing: 2 groups of the 4 experts, top-2 scored within a group
     "n_group": 2,
+    "num_expert_group": 2,
     "topk_group": 1,
+    # linear-attention mixers (Bailing hybrid's KDA): 4 heads of 16
+    "linear_num_heads": 4,
+    "linear_head_dim": 16,
     "rotary_dim": 8,  # GPT-J's partial rotary dims must fit in head_dim 16
     "mamba_d_state": 16,  # Mamba-2 blocks' heads: `_fit_mamba`
     "image_size": 32,
@@ -244,8 +249,10 @@ def shrink_kwargs(config_cls, default, undone: frozenset[str] = frozenset()) -> 
             kw[name] = value[:new_layers]
             if name in SIZES and all(isinstance(v, int) for v in value):
                 kw[name] = [min(v, SIZES[name]) for v in kw[name]]
-        elif isinstance(value, float) and ("drop" in name or _is_mask_prob(name)):
-            kw[name] = 0.0  # dropout, *_pdrop, drop_path, layerdrop, SpecAugment mask_*_prob
+        elif isinstance(value, float) and ("drop" in name or _is_random(name)):
+            kw[name] = 0.0  # dropout, *_pdrop, drop_path, layerdrop, random masks and noise
+        elif isinstance(value, float) and name.endswith("_coefficient") and value > 1.0:
+            kw[name] = 1.0  # EfficientNet scaling (ALIGN's B7 tower: depth 3.1, width 2.0)
         elif "drop" in name and isinstance(value, list | tuple) and value:
             if all(isinstance(v, float) for v in value):  # per-stage rates (CvT's drop_path_rate)
                 kw[name] = [0.0] * len(value)
@@ -263,8 +270,10 @@ def shrink_kwargs(config_cls, default, undone: frozenset[str] = frozenset()) -> 
     return kw
 
 
-def _is_mask_prob(name: str) -> bool:
-    return name.startswith("mask_") and name.endswith("_prob")
+def _is_random(name: str) -> bool:
+    """Rates of random draws made in training: SpecAugment's mask_*_prob, ViTMAE's
+    mask_ratio, a router's jitter noise (PhiMoE's router_jitter_noise)."""
+    return (name.startswith("mask_") and name.endswith(("_prob", "_ratio"))) or "jitter" in name
 
 
 def _token_ids_fit(config, vocab: int) -> bool:
