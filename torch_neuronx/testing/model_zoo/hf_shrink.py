@@ -251,8 +251,10 @@ def shrink_kwargs(config_cls, default, undone: frozenset[str] = frozenset()) -> 
                 kw[name] = [min(v, SIZES[name]) for v in kw[name]]
         elif isinstance(value, float) and ("drop" in name or _is_random(name)):
             kw[name] = 0.0  # dropout, *_pdrop, drop_path, layerdrop, random masks and noise
-        elif isinstance(value, float) and name.endswith("_coefficient") and value > 1.0:
-            kw[name] = 1.0  # EfficientNet scaling (ALIGN's B7 tower: depth 3.1, width 2.0)
+        elif isinstance(value, float) and name == "depth_coefficient" and value > 1.0:
+            # EfficientNet's block count scaling (ALIGN's B7 tower: 3.1); not the width's,
+            # which the text projection is built to match
+            kw[name] = 1.0
         elif "drop" in name and isinstance(value, list | tuple) and value:
             if all(isinstance(v, float) for v in value):  # per-stage rates (CvT's drop_path_rate)
                 kw[name] = [0.0] * len(value)
