@@ -13,6 +13,7 @@ trajectory. Each input is made by its name, with sizes from the config:
 - `grid_thw` with flattened patches as `hidden_states`/`pixel_values` (Qwen2-VL-style vision towers): one
   image of (1, 2m, 2m) patches per batch row, m the spatial merge size;
 - other `*_embeds` / `hidden_states`: (batch, seq, hidden) floats;
+- `noise` (ViTMAE's random masking): drawn here, once, so both devices mask alike;
 - `bbox`: boxes with x0 <= x1, y0 <= y1, in [0, 1000) for LayoutLM-style position tables.
 """
 
@@ -75,6 +76,8 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
         wanted += [n for n in ("actions", "returns_to_go", "timesteps") if n in params]
     if "bbox" in params:
         wanted.append("bbox")
+    if "noise" in params and "pixel_values" in wanted:
+        wanted.append("noise")  # ViTMAE's random masking, drawn here once for both devices
     if "encoder_hidden_states" in params and config_value(config, "encoder_hidden_size"):
         wanted.append("encoder_hidden_states")  # a Q-Former cross-attends to image features
     batch: dict[str, torch.Tensor] = {}
@@ -128,6 +131,11 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
     if name.endswith("_embeds") or name.endswith("hidden_states"):
         hidden = config_value(config, "hidden_size") or 64
         return {name: torch.randn(BATCH, SEQ, hidden, generator=g)}
+    if name == "noise":  # one per patch
+        size, patch = config_value(config, "image_size") or 32, config_value(config, "patch_size")
+        size = size[0] if isinstance(size, list | tuple) else size
+        patch = patch[0] if isinstance(patch, list | tuple) else patch or 16
+        return {name: torch.rand(BATCH, (size // patch) ** 2, generator=g)}
     if name == "bbox":
         return {name: _boxes(config, g)}
     if name in dict(_TRAJECTORY):

@@ -2,7 +2,7 @@
 
 The config class's defaults are kept and only the sizes are shrunk, where the attribute exists:
 few layers, a small hidden size, few heads and experts, small images and sequences, every
-dropout (and LayerDrop, drop path, SpecAugment and MAE masking, router jitter) at 0 (CPU and neuron draw from
+dropout (and LayerDrop, drop path, SpecAugment masking, router jitter) at 0 (CPU and neuron draw from
 different generators, so a random mask would differ between them and say nothing about the
 device). A shrink must keep the invariants the default config satisfied, so the rules below
 carry them along, each for a whole kind of config rather than one model:
@@ -273,9 +273,10 @@ def shrink_kwargs(config_cls, default, undone: frozenset[str] = frozenset()) -> 
 
 
 def _is_random(name: str) -> bool:
-    """Rates of random draws made in training: SpecAugment's mask_*_prob, ViTMAE's
-    mask_ratio, a router's jitter noise (PhiMoE's router_jitter_noise)."""
-    return (name.startswith("mask_") and name.endswith(("_prob", "_ratio"))) or "jitter" in name
+    """Rates of random draws made in training: SpecAugment's mask_*_prob, a router's jitter
+    noise (PhiMoE's router_jitter_noise). (ViTMAE's masking takes its noise as an input:
+    `hf_inputs` gives it one, so its mask_ratio stays.)"""
+    return (name.startswith("mask_") and name.endswith("_prob")) or "jitter" in name
 
 
 def _token_ids_fit(config, vocab: int) -> bool:
