@@ -166,3 +166,46 @@ def test_a_reference_that_is_not_finite_is_outside_the_sweep():
     (outcome,) = train_check.check("nan", build, modes=("eager",), device="cpu")
     assert outcome.status == "cpu_error"
     assert outcome.detail.startswith("CPU reference not finite: step 1"), outcome.detail
+
+
+def test_random_draws_are_off_or_shared():
+    assert _shrunk("phimoe").router_jitter_noise == 0.0  # a router's jitter noise
+    _, batch = _batch("vit_mae")  # ViTMAE's masking noise: drawn once, given to both devices
+    assert batch["noise"].shape == (2, batch["pixel_values"].shape[-1] ** 2 // 16**2)
+
+
+def test_scaling_coefficients_and_linear_attention_are_shrunk():
+    vision = _shrunk("align").vision_config  # EfficientNet-B7: 55 blocks at depth 3.1
+    assert vision.depth_coefficient == 1.0 and vision.width_coefficient == 2.0
+    config = _shrunk("bailing_hybrid")
+    assert config.num_experts_per_token <= config.num_experts
+    assert config.linear_num_heads * config.linear_head_dim == config.hidden_size
+
+
+def test_compiled_runs_are_judged_by_cpu_inductor_last(monkeypatch):
+    model, batch = _tiny_wrapped()
+    ref = train_check._train(model, lambda **b: model(**b), batch)
+    off = (ref[0], [{k: v * 1.01 for k, v in g.items()} for g in ref[1]])  # 1% off CPU eager
+    outcome = train_check.Outcome("tiny", "compiled", "fail", "step 0 grad", dev=off)
+    monkeypatch.setattr(train_check, "_train_cpu_inductor", lambda *a: off)
+    train_check._judge_by_cpu_inductor(outcome, None, None, None)
+    assert outcome.status == "pass" and outcome.detail.startswith("passed against CPU Inductor")
+    outcome = train_check.Outcome("tiny", "compiled", "fail", "step 0 grad", dev=off)
+    monkeypatch.setattr(train_check, "_train_cpu_inductor", lambda *a: ref)
+    train_check._judge_by_cpu_inductor(outcome, None, None, None)
+    assert outcome.status == "fail" and "against CPU Inductor: step 0 grad" in outcome.detail
+
+
+def _tiny_wrapped():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+
+    class Wrapped(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = model
+
+        def forward(self, x):
+            return self.inner(x)
+
+    return Wrapped(), {"x": torch.randn(3, 8)}
