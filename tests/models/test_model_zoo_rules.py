@@ -209,3 +209,13 @@ def _tiny_wrapped():
             return self.inner(x)
 
     return Wrapped(), {"x": torch.randn(3, 8)}
+
+
+def test_boxes_have_ordered_corners():
+    from torch_neuronx.testing.model_zoo import hf_inputs
+
+    config = _shrunk("layoutlm")  # widths and heights index its position tables
+    boxes = hf_inputs._boxes(config, torch.Generator().manual_seed(0))
+    assert boxes.dtype == torch.long and boxes.shape == (2, 16, 4)
+    assert (boxes[..., 2] >= boxes[..., 0]).all() and (boxes[..., 3] >= boxes[..., 1]).all()
+    assert _shrunk("bros").dim_bbox_projection == 16  # its head dim, as in the default

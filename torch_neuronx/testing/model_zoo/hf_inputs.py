@@ -265,7 +265,8 @@ def _boxes(config, g) -> torch.Tensor:
     table (LayoutLM's `max_2d_position_embeddings`), else floats in [0, 1)."""
     coords = config_value(config, "dim_bbox") or 4
     table = config_value(config, "max_2d_position_embeddings")
-    corners = torch.rand(BATCH, SEQ, 2, 2, generator=g).sort(dim=2).values  # x0<=x1, y0<=y1
-    flat = corners.transpose(2, 3).reshape(BATCH, SEQ, 4)  # x0, y0, x1, y1
+    # rows (x0, y0), (x1, y1), each column sorted: x0 <= x1, y0 <= y1
+    corners = torch.rand(BATCH, SEQ, 2, 2, generator=g).sort(dim=2).values
+    flat = corners.reshape(BATCH, SEQ, 4)  # x0, y0, x1, y1
     boxes = flat.repeat(1, 1, coords // 4)
     return (boxes * min(table, 1000)).long() if table else boxes

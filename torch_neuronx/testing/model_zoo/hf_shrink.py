@@ -155,8 +155,8 @@ def _fit_heads(default, kw: dict[str, Any]) -> None:
 
 def _tied(name: str) -> bool:
     """A size that may be defined as another one (a codebook or projection width defaulting to
-    the hidden size): names ending in `_dim`/`_size` about a width."""
-    if name in SIZES or not name.endswith(("_dim", "_size")):
+    the hidden size or the head dim): names `*_dim`, `*_size`, `dim_*` about a width."""
+    if name in SIZES or not (name.endswith(("_dim", "_size")) or name.startswith("dim_")):
         return False
     # not `*hidden_dim`: D-FINE's encoder_hidden_dim equals its d_model by chance, and its
     # backbone projection is built for 256
@@ -168,6 +168,12 @@ def _fit_tied(default, kw: dict[str, Any], accepted: set[str], config_cls) -> No
     is its hidden size); shared-layer counts that are a part of the stack (Gemma 3n's
     `num_kv_shared_layers`, 15 of 35) keep their share of the shrunk stack, at least one."""
     widths = {get(default, w): kw[w] for w in _WIDTHS if w in kw}
+    # and sizes equal to the head dim stay the head dim (BROS's dim_bbox_projection, added to
+    # each head's attention scores)
+    heads = get(default, "num_attention_heads")
+    if "hidden_size" in kw and isinstance(heads, int) and kw.get("num_attention_heads"):
+        old_head = get(default, "hidden_size") // heads
+        widths.setdefault(old_head, kw["hidden_size"] // kw["num_attention_heads"])
     old_layers = max((get(default, n) for n in LAYER_COUNTS if n in kw), default=None)
     new_layers = min((kw[n] for n in LAYER_COUNTS if n in kw), default=None)
     for name in sorted(accepted):
