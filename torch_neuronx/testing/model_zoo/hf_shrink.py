@@ -148,6 +148,9 @@ def _fit_heads(default, kw: dict[str, Any]) -> None:
         # DeepSeek's latent attention: its head_dim is the rotary part's, and stays so
         if rotary in kw and "head_dim" in kw and get(default, rotary) == get(default, "head_dim"):
             kw["head_dim"] = kw[rotary]
+    if "head_dim" in vars(default) and get(default, "head_dim") is None and "hidden_size" in kw:
+        # head_dim None means hidden / heads, which some models read as a number (Ministral)
+        kw["head_dim"] = kw["hidden_size"] // kw.get("num_attention_heads", heads)
     kv = get(default, "num_key_value_heads")
     if "num_key_value_heads" in kw and kv == _heads(get(default, "num_attention_heads")):
         kw["num_key_value_heads"] = kw.get("num_attention_heads", kv)
