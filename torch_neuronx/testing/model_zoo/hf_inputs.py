@@ -99,7 +99,11 @@ def _side_by_side(config, modality: str) -> bool:
     """Models that take text and another modality side by side (CLIP, BLIP, CLAP, CLVP, ...):
     the config has no token for that modality (a model with one splices the features into the
     text at that token, and would need a prompt that holds it)."""
-    return not any(n in dir(config) for n in _MODALITY_TOKENS[modality])
+    if any(n in dir(config) for n in _MODALITY_TOKENS[modality]):
+        return False
+    # audio beside text only in a contrastive model (CLAP's logit scale): a speech-or-text
+    # model (SeamlessM4T) takes one of the two
+    return modality == "pixel_values" or "logit_scale_init_value" in dir(config)
 
 
 def _tokens(config, g) -> torch.Tensor:
