@@ -59,8 +59,9 @@ def section(
         f"from a float64 CPU run than {train_check.MULTIPLIER:g} times CPU float32's own "
         "distance (the Dynamo benchmarks' float64 reference; its row then says so). "
         "*eager*: neuron op by op; *compiled*: "
-        '`torch.compile(model, backend="neuron")`. A model whose CPU reference fails is '
-        "outside the sweep (`cpu_error`, with CPU's error); `policy.py` lists any other "
+        '`torch.compile(model, backend="neuron")`. A model whose CPU reference fails (or '
+        "is not finite) is outside the sweep (`cpu_error`, with CPU's error); the shrink and "
+        "input rules are in `hf_shrink.py` and `hf_inputs.py`; `policy.py` lists any other "
         "exclusion with its reason. CI (`tests/models/test_model_zoo.py`) runs a fixed sample; "
         "`make test-full` runs every model.",
         "",

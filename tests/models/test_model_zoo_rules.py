@@ -1,0 +1,221 @@
+"""The model zoo's harness rules (torch_neuronx/testing/model_zoo): the HF shrink keeps the
+invariants of the default config, the synthetic batch follows the forward signature, and a
+CPU reference that cannot judge the device takes the model out of the sweep.
+
+Each case below was a `cpu_error` of the sweep made by the harness, not by the model (issue
+26): the rules are checked on the configs and batches alone, or with one CPU forward of a
+tiny model, with no training (fast enough for CI)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+
+from torch_neuronx.testing.model_zoo import train_check, zoo
+
+_HAVE_HF = importlib.util.find_spec("transformers") is not None
+pytestmark = pytest.mark.skipif(
+    not _HAVE_HF, reason="transformers is not installed (the `test` extra installs it)"
+)
+
+
+def _shrunk(model_type: str):
+    zoo.torchvision_shim.install()
+    from transformers import AutoConfig
+
+    from torch_neuronx.testing.model_zoo import hf_shrink
+
+    return hf_shrink.shrink_config(AutoConfig.for_model(model_type))
+
+
+def test_backbone_out_indices_follow_the_shrunk_layers():
+    config = _shrunk("beit")  # out_features ["stage12"] of 12 layers
+    assert config.num_hidden_layers == 2
+    assert config.out_features == ["stage2"] and set(config.out_features) <= set(config.stage_names)
+
+
+def test_stage_count_aliases_are_not_layer_counts():
+    config = _shrunk("convnext")  # num_hidden_layers is an alias of num_stages
+    assert config.num_stages == 4 == len(config.hidden_sizes)
+    assert list(config.depths) == [1, 1, 1, 1]
+
+
+def test_latent_attention_keeps_its_dims_tied():
+    config = _shrunk("deepseek_v3")
+    assert config.num_key_value_heads == config.num_attention_heads  # MLA is multi-head
+    assert config.head_dim == config.qk_rope_head_dim
+    assert config.n_routed_experts % config.n_group == 0 and config.topk_group <= config.n_group
+
+
+def test_widths_stay_multiples_of_the_head_count():
+    config = _shrunk("donut-swin")  # three heads in its first stage
+    assert config.embed_dim % config.num_heads[0] == 0
+    assert config.embed_dim < 96
+
+
+def test_mamba_heads_fit_the_mixer_width():
+    for model_type in ("bamba", "falcon_h1"):  # a read-only `layer_types`; an explicit d_ssm
+        config = _shrunk(model_type)
+        width = getattr(config, "mamba_d_ssm", None) or config.mamba_expand * config.hidden_size
+        assert config.mamba_n_heads * config.mamba_d_head == width
+
+
+def test_heterogeneous_per_layer_overrides_follow_the_layers():
+    config = _shrunk("embedding_gemma2_text")  # overrides at layers 5, 11, ... of 24
+    assert config.num_hidden_layers == 2
+    assert config.num_key_value_heads >= 1  # readable: no override is left past the stack
+
+
+def test_per_layer_sizes_and_shared_layers_are_shrunk():
+    config = _shrunk("gemma3n_text")
+    assert all(v <= 128 for v in config.intermediate_size)
+    assert config.vocab_size_per_layer_input == config.vocab_size == 256
+    assert 0 < config.num_kv_shared_layers < config.num_hidden_layers
+
+
+def test_random_masks_are_off():
+    config = _shrunk("data2vec-audio")  # SpecAugment draws differ between CPU and neuron
+    assert config.mask_time_prob == 0.0 and config.mask_feature_prob == 0.0
+
+
+def test_a_rejected_shrink_is_undone_where_the_message_points():
+    # "hidden_size should be equal to the last value in out_features": hidden_size unshrunk
+    config = _shrunk("efficientloftr")
+    assert config.hidden_size == config.out_features[-1]
+    # "adaptor_config.intermediate_size must equal text_config.hidden_size // 4": those two
+    # attributes of the sub-configs only, the text model otherwise shrunk
+    config = _shrunk("fun_asr_nano")
+    assert config.adaptor_config.intermediate_size == config.text_config.hidden_size // 4
+    assert config.text_config.num_hidden_layers == 2
+
+
+def _batch(model_type: str):
+    from torch_neuronx.testing.model_zoo import hf_models
+
+    model, config = hf_models.build(model_type)
+    return model, hf_models.inputs(model, config)
+
+
+@pytest.mark.parametrize(
+    ("model_type", "expected"),
+    [
+        ("exaone4_5_vision", {"hidden_states", "grid_thw"}),  # required, no default
+        ("cosmos3_edge_vision", {"pixel_values", "grid_thw"}),
+        ("decision_transformer", {"states", "actions", "returns_to_go", "timesteps"}),
+        ("blip_2_qformer", {"query_embeds", "encoder_hidden_states"}),
+        ("gemma3n_audio", {"audio_mel", "audio_mel_mask"}),
+        ("audioflamingo3_encoder", {"input_features", "input_features_mask"}),
+    ],
+)
+def test_synthetic_batch_follows_the_forward_signature(model_type, expected):
+    model, batch = _batch(model_type)
+    assert set(batch) == expected
+    with torch.no_grad():
+        out = model(**batch, **train_check._forward_kwargs(model))  # the CPU reference runs
+    assert train_check._floating_leaves(out)
+
+
+def test_patch_grid_matches_the_flattened_patches():
+    model, batch = _batch("exaone4_5_vision")
+    assert batch["hidden_states"].shape[0] == int(batch["grid_thw"].prod(dim=1).sum())
+
+
+def test_boolean_padding_masks_mark_nothing_as_padding():
+    _, batch = _batch("gemma3n_audio")  # True = padding, as nn.MultiheadAttention's
+    assert batch["audio_mel_mask"].dtype == torch.bool and not batch["audio_mel_mask"].any()
+
+
+@pytest.mark.parametrize(
+    ("model_type", "layout"),
+    [("dac", "channels"), ("audio-spectrogram-transformer", "spectrogram"), ("wav2vec2", "wave")],
+)
+def test_waveforms_follow_the_extractor(model_type, layout):
+    from torch_neuronx.testing.model_zoo import hf_inputs
+
+    config = _shrunk(model_type)
+    values = hf_inputs._waveform_or_spectrogram(config, torch.Generator().manual_seed(0))
+    if layout == "channels":
+        expected = (2, 1, 1600)  # DAC: (batch, channels, samples)
+    elif layout == "spectrogram":
+        expected = (2, config.max_length, config.num_mel_bins)  # AST: (batch, frames, bins)
+    else:
+        expected = (2, 1600)
+    assert tuple(values.shape) == expected
+
+
+class _Diverges(torch.nn.Module):
+    """Finite at the first step, NaN after the update (a reference that diverges)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(3))
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return (x * self.w).log() if self.calls > 1 else x * self.w  # log of a negative
+
+
+def test_a_reference_that_is_not_finite_is_outside_the_sweep():
+    def build():
+        torch.manual_seed(0)
+        return _Diverges(), {"x": -torch.ones(3)}
+
+    (outcome,) = train_check.check("nan", build, modes=("eager",), device="cpu")
+    assert outcome.status == "cpu_error"
+    assert outcome.detail.startswith("CPU reference not finite: step 1"), outcome.detail
+
+
+def test_random_draws_are_off_or_shared():
+    assert _shrunk("phimoe").router_jitter_noise == 0.0  # a router's jitter noise
+    _, batch = _batch("vit_mae")  # ViTMAE's masking noise: drawn once, given to both devices
+    assert batch["noise"].shape == (2, batch["pixel_values"].shape[-1] ** 2 // 16**2)
+
+
+def test_scaling_coefficients_and_linear_attention_are_shrunk():
+    vision = _shrunk("align").vision_config  # EfficientNet-B7: 55 blocks at depth 3.1
+    assert vision.depth_coefficient == 1.0 and vision.width_coefficient == 2.0
+    config = _shrunk("bailing_hybrid")
+    assert config.num_experts_per_token <= config.num_experts
+    assert config.linear_num_heads * config.linear_head_dim == config.hidden_size
+
+
+def test_compiled_runs_are_judged_by_cpu_inductor_last(monkeypatch):
+    model, batch = _tiny_wrapped()
+    ref = train_check._train(model, lambda **b: model(**b), batch)
+    off = (ref[0], [{k: v * 1.01 for k, v in g.items()} for g in ref[1]])  # 1% off CPU eager
+    outcome = train_check.Outcome("tiny", "compiled", "fail", "step 0 grad", dev=off)
+    monkeypatch.setattr(train_check, "_train_cpu_inductor", lambda *a: off)
+    train_check._judge_by_cpu_inductor(outcome, None, None, None)
+    assert outcome.status == "pass" and outcome.detail.startswith("passed against CPU Inductor")
+    outcome = train_check.Outcome("tiny", "compiled", "fail", "step 0 grad", dev=off)
+    monkeypatch.setattr(train_check, "_train_cpu_inductor", lambda *a: ref)
+    train_check._judge_by_cpu_inductor(outcome, None, None, None)
+    assert outcome.status == "fail" and "against CPU Inductor: step 0 grad" in outcome.detail
+
+
+def _tiny_wrapped():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+
+    class Wrapped(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = model
+
+        def forward(self, x):
+            return self.inner(x)
+
+    return Wrapped(), {"x": torch.randn(3, 8)}
+
+
+def test_boxes_have_ordered_corners():
+    from torch_neuronx.testing.model_zoo import hf_inputs
+
+    config = _shrunk("layoutlm")  # widths and heights index its position tables
+    boxes = hf_inputs._boxes(config, torch.Generator().manual_seed(0))
+    assert boxes.dtype == torch.long and boxes.shape == (2, 16, 4)
+    assert (boxes[..., 2] >= boxes[..., 0]).all() and (boxes[..., 3] >= boxes[..., 1]).all()
+    assert _shrunk("bros").dim_bbox_projection == 16  # its head dim, as in the default

@@ -1,0 +1,276 @@
+"""Synthetic batches for the Hugging Face suite, from the model's forward signature and config.
+
+The batch holds the model's main input (`main_input_name`), every other input its forward
+requires (no default), and the inputs a model of its kind needs although its signature makes
+them optional: the second modality of a side-by-side model (CLIP's pixels, CLAP's audio), the
+decoder's tokens of an encoder-decoder, a document model's boxes, a decision transformer's
+trajectory. Each input is made by its name, with sizes from the config:
+
+- tokens (`*input_ids`): ids in [3, min(vocab, 256)); pixels: the config's image size;
+- audio: `input_features`/`audio_mel` spectrograms and `input_values` waveforms in the layout
+  the model's own feature extractor produces (run on a short tone, nothing downloaded);
+- `*_mask` for an input: all positions valid (ones, HF's attention-mask convention);
+- `grid_thw` with flattened patches as `hidden_states`/`pixel_values` (Qwen2-VL-style vision towers): one
+  image of (1, 2m, 2m) patches per batch row, m the spatial merge size;
+- other `*_embeds` / `hidden_states`: (batch, seq, hidden) floats;
+- `noise` (ViTMAE's random masking): drawn here, once, so both devices mask alike;
+- `bbox`: boxes with x0 <= x1, y0 <= y1, in [0, 1000) for LayoutLM-style position tables.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import torch
+
+from torch_neuronx.testing.model_zoo import hf_shrink
+
+BATCH = 2
+SEQ = 16
+_VOCAB = hf_shrink.VOCAB
+_SAMPLES = 1600  # waveform length: 0.1 s at 16 kHz
+_MODALITIES = ("pixel_values", "input_features", "input_values")
+_MODALITY_TOKENS = {
+    "pixel_values": ("image_token_id", "image_token_index"),
+    "input_features": ("audio_token_id", "audio_token_index"),
+    "input_values": ("audio_token_id", "audio_token_index"),
+}
+# A decision transformer's trajectory: (name, config attribute of its width, or 1)
+_TRAJECTORY = (("states", "state_dim"), ("actions", "act_dim"), ("returns_to_go", None))
+
+
+def config_value(config, name: str):
+    """`name` from the config, or else from its first sub-config that has it: the usual
+    vision/text/audio/encoder ones first, then any other (speech models keep their sizes in
+    `encoder_config`, which the synthetic input has to follow)."""
+    if hasattr(config, name):
+        return hf_shrink.get(config, name)
+    usual = ("vision_config", "text_config", "audio_config", "encoder", "encoder_config")
+    others = [k for k, v in vars(config).items() if k not in usual and hf_shrink.is_config(v)]
+    for sub in (*usual, *others):
+        inner = getattr(config, sub, None)
+        if inner is not None and hasattr(inner, name):
+            return hf_shrink.get(inner, name)
+    return None
+
+
+def _params(model) -> dict[str, inspect.Parameter]:
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return {n: p for n, p in inspect.signature(model.forward).parameters.items() if p.kind in kinds}
+
+
+def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
+    """A seeded synthetic batch (CPU) for `model`, by the rules of the module doc."""
+    g = torch.Generator().manual_seed(seed)
+    params = _params(model)
+    main = getattr(model, "main_input_name", "input_ids")
+    required = [n for n, p in params.items() if p.default is inspect.Parameter.empty]
+    # a vision tower's patch grid comes first: it fixes its flattened `hidden_states`
+    grids = [n for n in required if n.endswith("grid_thw")]
+    if main not in params and required:
+        main = required[0]  # an inherited main_input_name the forward does not take (Q-Former)
+    wanted = grids + [main] + [n for n in required if n != main]
+    if main == "input_ids" or "input_ids" in required:
+        wanted += [m for m in _MODALITIES if m in params and _side_by_side(config, m)]
+    if main == "states":
+        wanted += [n for n in ("actions", "returns_to_go", "timesteps") if n in params]
+    if "bbox" in params:
+        wanted.append("bbox")
+    if "noise" in params and "pixel_values" in wanted:
+        wanted.append("noise")  # ViTMAE's random masking, drawn here once for both devices
+    if "encoder_hidden_states" in params and config_value(config, "encoder_hidden_size"):
+        wanted.append("encoder_hidden_states")  # a Q-Former cross-attends to image features
+    batch: dict[str, torch.Tensor] = {}
+    for name in dict.fromkeys(wanted):  # in order, once each
+        if name not in batch:
+            batch.update(_make(name, model, config, g, batch))
+    for name in list(batch):  # an input's own padding mask, where the forward takes one
+        if f"{name}_mask" in params and f"{name}_mask" not in batch:
+            batch.update(_make(f"{name}_mask", model, config, g, batch))
+    if "input_ids" in batch and getattr(config, "is_encoder_decoder", False):
+        batch["decoder_input_ids"] = batch["input_ids"].clone()
+    elif "decoder_input_ids" in params and "decoder_input_ids" not in batch:
+        # speech and image encoder-decoders (Whisper, Canary, ...): the decoder needs tokens
+        batch["decoder_input_ids"] = _tokens(config, g)
+    return batch
+
+
+def _side_by_side(config, modality: str) -> bool:
+    """Models that take text and another modality side by side (CLIP, BLIP, CLAP, CLVP, ...):
+    the config has no token for that modality (a model with one splices the features into the
+    text at that token, and would need a prompt that holds it)."""
+    if any(n in dir(config) for n in _MODALITY_TOKENS[modality]):
+        return False
+    # audio beside text only in a contrastive model (CLAP's logit scale): a speech-or-text
+    # model (SeamlessM4T) takes one of the two
+    return modality == "pixel_values" or "logit_scale_init_value" in dir(config)
+
+
+def _tokens(config, g) -> torch.Tensor:
+    vocab = min(config_value(config, "vocab_size") or _VOCAB, _VOCAB)
+    return torch.randint(3, vocab, (BATCH, SEQ), generator=g)
+
+
+def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
+    if name.endswith("input_ids"):
+        return {name: _tokens(config, g)}
+    if name == "pixel_values":
+        return _pixels(config, g)
+    if name in ("input_features", "audio_mel"):
+        return {name: _spectrogram(config, g, name)}
+    if name == "input_values":
+        return {name: _waveform_or_spectrogram(config, g)}
+    if name.endswith("grid_thw"):
+        flat = "hidden_states" if "hidden_states" in _params(model) else "pixel_values"
+        return _patches(config, g, name, flat)
+    if name.endswith("_mask") and name[: -len("_mask")] in batch:
+        steps = _steps(config, name[: -len("_mask")], batch)
+        if "Bool" in str(_params(model)[name].annotation):
+            # PyTorch's boolean padding masks mark padding True (key_padding_mask)
+            return {name: torch.zeros(steps, dtype=torch.bool)}
+        return {name: torch.ones(steps, dtype=torch.long)}  # HF's attention masks: 1 = keep
+    if name == "encoder_hidden_states" and config_value(config, "encoder_hidden_size"):
+        width = config_value(config, "encoder_hidden_size")
+        return {name: torch.randn(BATCH, SEQ, width, generator=g)}
+    if name.endswith("_embeds") or name.endswith("hidden_states"):
+        hidden = config_value(config, "hidden_size") or 64
+        return {name: torch.randn(BATCH, SEQ, hidden, generator=g)}
+    if name == "noise":  # one per patch
+        size, patch = config_value(config, "image_size") or 32, config_value(config, "patch_size")
+        size = size[0] if isinstance(size, list | tuple) else size
+        patch = patch[0] if isinstance(patch, list | tuple) else patch or 16
+        return {name: torch.rand(BATCH, (size // patch) ** 2, generator=g)}
+    if name == "bbox":
+        return {name: _boxes(config, g)}
+    if name in dict(_TRAJECTORY):
+        width = config_value(config, dict(_TRAJECTORY)[name]) if dict(_TRAJECTORY)[name] else 1
+        return {name: torch.randn(BATCH, SEQ, width, generator=g)}
+    if name == "timesteps":
+        limit = config_value(config, "max_ep_len") or SEQ
+        return {name: torch.randint(0, min(limit, 1000), (BATCH, SEQ), generator=g)}
+    raise ValueError(f"no synthetic input for {name!r} (forward of {type(model).__name__})")
+
+
+def _steps(config, name: str, batch) -> tuple[int, int]:
+    """(batch, time steps) of the input `name` in `batch`: its second dim, but the last of a
+    (batch, bins, frames) spectrogram."""
+    t = batch[name]
+    if name == "input_features" and t.ndim == 3 and not _bins_last(config):
+        return (t.shape[0], t.shape[2])
+    return (t.shape[0], t.shape[1])
+
+
+def _bins(config) -> int:
+    """Features per frame: the mel bins, times the frames stacked into one (FunASR's low
+    frame rate input, `num_stacked_frames`)."""
+    stacked = config_value(config, "num_stacked_frames") or 1
+    for name in ("num_mel_bins", "feature_size", "input_feat_size"):
+        value = config_value(config, name)
+        if isinstance(value, int) and value > 0:
+            return value * stacked
+    return 80 * stacked
+
+
+def _spectrogram(config, g, name: str) -> torch.Tensor:
+    """(batch, bins, frames) as Whisper, (batch, frames, bins) where the extractor says so,
+    (batch, channels, frames, bins) where it gives a channel dim (CLAP)."""
+    bins = _bins(config)
+    frames = 2 * (config_value(config, "max_source_positions") or SEQ)
+    shape = (
+        _extractor_shape(config, "input_features", feature_size=7) if name != "audio_mel" else None
+    )
+    if shape is not None and len(shape) == 4:
+        # one channel: the extractor's extra ones are CLAP's "fusion" crops (`enable_fusion`)
+        channels = shape[1] if config_value(config, "enable_fusion") else 1
+        return torch.randn(BATCH, channels, frames, bins, generator=g)
+    bins_last = name == "audio_mel" or _bins_last(config)
+    shape = (BATCH, frames, bins) if bins_last else (BATCH, bins, frames)
+    return torch.randn(*shape, generator=g)
+
+
+def _waveform_or_spectrogram(config, g) -> torch.Tensor:
+    """`input_values` in the extractor's layout: a (batch, samples) waveform (Wav2Vec2), a
+    (batch, channels, samples) one (DAC, EnCodec: the config's `audio_channels`), or a
+    (batch, frames, bins) spectrogram (the Audio Spectrogram Transformer: `max_length`
+    frames of `num_mel_bins`)."""
+    shape = _extractor_shape(config, "input_values")
+    if shape is None or len(shape) == 2:
+        return torch.randn(BATCH, _SAMPLES, generator=g)
+    if shape[-1] >= _SAMPLES // 2:  # samples last: a multi-channel waveform
+        channels = config_value(config, "audio_channels") or shape[1]
+        return torch.randn(BATCH, channels, _SAMPLES, generator=g)
+    frames = config_value(config, "max_length") or 2 * SEQ
+    return torch.randn(BATCH, frames, _bins(config), generator=g)
+
+
+def _extractor_shape(config, key: str, feature_size: int | None = None):
+    """The shape of `key` in the model's own feature extractor's output for a 0.2 s tone (its
+    class defaults, nothing downloaded); None when it has none or cannot run."""
+    import numpy as np
+    import transformers
+    from transformers.models.auto.feature_extraction_auto import FEATURE_EXTRACTOR_MAPPING_NAMES
+
+    # a sub-model type (fun_asr_nano_encoder) uses its family's extractor (fun_asr_nano)
+    parts = str(getattr(config, "model_type", "")).split("_")
+    families = ["_".join(parts[:n]) for n in range(len(parts), 0, -1)]
+    name = next(
+        (
+            FEATURE_EXTRACTOR_MAPPING_NAMES[f]
+            for f in families
+            if f in FEATURE_EXTRACTOR_MAPPING_NAMES
+        ),
+        None,
+    )
+    cls = getattr(transformers, name, None) if isinstance(name, str) else None
+    if cls is None:
+        return None
+    try:
+        fe = cls(feature_size=feature_size) if feature_size else cls()
+        rate = getattr(fe, "sampling_rate", 16000)
+        tone = np.sin(np.arange(3200, dtype=np.float32) * 0.05)
+        return tuple(fe([tone], sampling_rate=rate, return_tensors="pt")[key].shape)
+    except Exception:  # noqa: BLE001 - an extractor that cannot run says nothing: the default
+        return None
+
+
+def _bins_last(config) -> bool:
+    """Whether the model takes its features as (batch, frames, bins) (Parakeet, Cohere ASR)
+    rather than Whisper's (batch, bins, frames): the extractor run with an odd bin count that
+    no frame count matches."""
+    shape = _extractor_shape(config, "input_features", feature_size=7)
+    return shape is not None and len(shape) == 3 and shape[-1] == 7 and shape[1] != 7
+
+
+def _pixels(config, g: torch.Generator) -> dict[str, torch.Tensor]:
+    size = config_value(config, "image_size") or 32
+    size = size[0] if isinstance(size, list | tuple) else size
+    channels = config_value(config, "num_channels") or 3
+    return {"pixel_values": torch.randn(BATCH, channels, size, size, generator=g)}
+
+
+def _patches(config, g, name: str, flat_name: str) -> dict[str, torch.Tensor]:
+    """Qwen2-VL-style vision input: `grid_thw` rows (t, h, w) in patches, and the patches
+    flattened to (sum t*h*w, channels * temporal_patch * patch^2) as `flat_name`."""
+    merge = config_value(config, "spatial_merge_size") or 1
+    temporal = config_value(config, "temporal_patch_size") or 1
+    patch = config_value(config, "patch_size") or 14
+    channels = config_value(config, "in_channels") or config_value(config, "num_channels") or 3
+    temporal = temporal[0] if isinstance(temporal, list | tuple) else temporal
+    patch = patch[0] if isinstance(patch, list | tuple) else patch
+    side = 2 * merge
+    grid = torch.tensor([[1, side, side]] * BATCH)
+    flat = torch.randn(BATCH * side * side, channels * temporal * patch * patch, generator=g)
+    return {flat_name: flat, name: grid}
+
+
+def _boxes(config, g) -> torch.Tensor:
+    """(batch, seq, coords) boxes, corners ordered: coords is the config's `dim_bbox` (BROS's
+    eight, four corners) or 4; integer in [0, 1000) when the model embeds them in a position
+    table (LayoutLM's `max_2d_position_embeddings`), else floats in [0, 1)."""
+    coords = config_value(config, "dim_bbox") or 4
+    table = config_value(config, "max_2d_position_embeddings")
+    # rows (x0, y0), (x1, y1), each column sorted: x0 <= x1, y0 <= y1
+    corners = torch.rand(BATCH, SEQ, 2, 2, generator=g).sort(dim=2).values
+    flat = corners.reshape(BATCH, SEQ, 4)  # x0, y0, x1, y1
+    boxes = flat.repeat(1, 1, coords // 4)
+    return (boxes * min(table, 1000)).long() if table else boxes

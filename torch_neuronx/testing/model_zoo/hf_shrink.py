@@ -1,0 +1,366 @@
+"""The shrink rules of the Hugging Face suite: a transformers config made small, by rule.
+
+The config class's defaults are kept and only the sizes are shrunk, where the attribute exists:
+few layers, a small hidden size, few heads and experts, small images and sequences, every
+dropout (and LayerDrop, drop path, SpecAugment masking, router jitter) at 0 (CPU and neuron draw from
+different generators, so a random mask would differ between them and say nothing about the
+device). A shrink must keep the invariants the default config satisfied, so the rules below
+carry them along, each for a whole kind of config rather than one model:
+
+- sizes that were equal stay equal (key/value heads equal to the heads: multi-head attention,
+  which DeepSeek's latent attention and ESM-C require), widths stay multiples of the head count
+  (Swin's three heads in its first stage), rotary sections still sum to half the head dim;
+- per-layer data follows the layer count (`layer_types`, a heterogeneous config's
+  `per_layer_config`), a backbone's `out_indices` are mapped onto the shrunk stages;
+- aliases (`attribute_map`) that name something other than a size (ConvNeXt's
+  `num_hidden_layers` is its stage count) and read-only properties are left alone;
+- a shrink the config class still rejects (its own validation names the attribute) is undone
+  for the attributes its message names, and the config is built again.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+from typing import Any
+
+# Integer sizes set wherever the config has the attribute (the config's own name or one of
+# its `attribute_map` aliases). Hidden 64 with 4 heads (head_dim 16) and 2 KV heads keeps
+# every common divisibility rule (heads | hidden, KV heads | heads, even rotary dims).
+SIZES: dict[str, int] = {
+    "hidden_size": 64,
+    "d_model": 64,
+    "n_embd": 64,
+    "embed_dim": 64,
+    "dim": 64,
+    "num_hidden_layers": 2,
+    "num_layers": 2,
+    "n_layer": 2,
+    "n_layers": 2,
+    "encoder_layers": 2,
+    "decoder_layers": 2,
+    "num_encoder_layers": 2,
+    "num_decoder_layers": 2,
+    "num_attention_heads": 4,
+    "n_head": 4,
+    "n_heads": 4,
+    "encoder_attention_heads": 4,
+    "decoder_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    # multi-head latent attention (DeepSeek V2/V3): the rope part is the rotary head dim
+    "qk_rope_head_dim": 8,
+    "qk_nope_head_dim": 16,
+    "v_head_dim": 16,
+    "kv_lora_rank": 32,
+    "q_lora_rank": 32,
+    "intermediate_size": 128,
+    "ffn_dim": 128,
+    "encoder_ffn_dim": 128,
+    "decoder_ffn_dim": 128,
+    "n_inner": 128,
+    "moe_intermediate_size": 32,
+    "shared_expert_intermediate_size": 32,
+    "num_experts": 4,
+    "num_local_experts": 4,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "num_experts_per_token": 2,
+    # group-limited routing: 2 groups of the 4 experts, top-2 scored within a group
+    "n_group": 2,
+    "num_expert_group": 2,
+    "topk_group": 1,
+    # linear-attention mixers (Bailing hybrid's KDA): 4 heads of 16
+    "linear_num_heads": 4,
+    "linear_head_dim": 16,
+    "rotary_dim": 8,  # GPT-J's partial rotary dims must fit in head_dim 16
+    "mamba_d_state": 16,  # Mamba-2 blocks' heads: `_fit_mamba`
+    "image_size": 32,
+    "max_source_positions": 32,
+    "max_length": 64,  # spectrogram frames (the Audio Spectrogram Transformer)
+    "num_queries": 16,  # detection queries (DETR-style): fewer than a 32 px image's anchors
+}
+
+LAYER_COUNTS = tuple(n for n in SIZES if "layers" in n or n == "n_layer")
+_WIDTHS = ("hidden_size", "d_model", "n_embd", "embed_dim", "dim")
+_HEADS = ("num_attention_heads", "n_head", "n_heads", "num_heads")
+HEAD_DIM = 16  # of the widths the head rule picks
+MAMBA_HEADS = 8
+
+# The vocabulary of a shrunk config (when every special token id fits below it), and of a
+# config whose default has none (ESM's default leaves it to the checkpoint).
+VOCAB = 256
+
+
+def is_config(value) -> bool:
+    return hasattr(value, "to_dict") and hasattr(value, "model_type")
+
+
+def get(config, name: str, default=None):
+    """`config.name`, also for a per-layer attribute of a heterogeneous config (which raises on
+    a plain read: its global value is the default the layers override)."""
+    raw = getattr(type(config), "_getattr_without_heterogeneous_validation", None)
+    try:
+        if raw is not None:
+            return raw(config, name, default)
+        return getattr(config, name, default)
+    except Exception:  # noqa: BLE001 - an attribute that cannot be read is not there
+        return default
+
+
+def _accepted(config_cls, default) -> set[str]:
+    names = set(inspect.signature(config_cls.__init__).parameters) | set(vars(default))
+    return names | set(getattr(config_cls, "attribute_map", {}))
+
+
+def _settable(config_cls, name: str) -> bool:
+    """Whether `name` can be set: not an alias of a read-only property (Bamba's `layer_types`
+    is its computed `layers_block_type`), nor a layer count that aliases something else
+    (ConvNeXt's `num_hidden_layers` is `num_stages`: its per-stage lists fix that count)."""
+    target = getattr(config_cls, "attribute_map", {}).get(name, name)
+    attr = inspect.getattr_static(config_cls, target, None)
+    if isinstance(attr, property) and attr.fset is None:
+        return False
+    return not (name in SIZES and target != name and target not in SIZES)
+
+
+def _heads(value) -> int | None:
+    """A head count: an int, or the first stage's of a per-stage list."""
+    if isinstance(value, list | tuple) and value and isinstance(value[0], int):
+        value = value[0]
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _fit_heads(default, kw: dict[str, Any]) -> None:
+    """Widths stay multiples of the head count, and key/value heads equal to the heads stay
+    equal (multi-head attention)."""
+    heads = next(
+        (_heads(kw.get(n, get(default, n))) for n in _HEADS if _heads(get(default, n))), None
+    )
+    if heads is None:
+        return
+    for name in _WIDTHS:
+        width = kw.get(name)
+        if isinstance(width, int) and width % heads and heads * HEAD_DIM < get(default, name):
+            kw[name] = heads * HEAD_DIM
+    for rotary in ("qk_rope_head_dim", "rotary_dim"):
+        # DeepSeek's latent attention: its head_dim is the rotary part's, and stays so
+        if rotary in kw and "head_dim" in kw and get(default, rotary) == get(default, "head_dim"):
+            kw["head_dim"] = kw[rotary]
+    if "head_dim" in vars(default) and get(default, "head_dim") is None and "hidden_size" in kw:
+        # head_dim None means hidden / heads, which some models read as a number (Ministral)
+        kw["head_dim"] = kw["hidden_size"] // kw.get("num_attention_heads", heads)
+    kv = get(default, "num_key_value_heads")
+    if "num_key_value_heads" in kw and kv == _heads(get(default, "num_attention_heads")):
+        kw["num_key_value_heads"] = kw.get("num_attention_heads", kv)
+
+
+def _tied(name: str) -> bool:
+    """A size that may be defined as another one (a codebook or projection width defaulting to
+    the hidden size or the head dim): names `*_dim`, `*_size`, `dim_*` about a width."""
+    if name in SIZES or not (name.endswith(("_dim", "_size")) or name.startswith("dim_")):
+        return False
+    # not `*hidden_dim`: D-FINE's encoder_hidden_dim equals its d_model by chance, and its
+    # backbone projection is built for 256
+    return any(w in name for w in ("codebook", "proj", "embed")) and "vocab" not in name
+
+
+def _fit_tied(default, kw: dict[str, Any], accepted: set[str], config_cls) -> None:
+    """Sizes equal to a shrunk width in the default stay equal to it (EnCodec's `codebook_dim`
+    is its hidden size); shared-layer counts that are a part of the stack (Gemma 3n's
+    `num_kv_shared_layers`, 15 of 35) keep their share of the shrunk stack, at least one."""
+    widths = {get(default, w): kw[w] for w in _WIDTHS if w in kw}
+    # and sizes equal to the head dim stay the head dim (BROS's dim_bbox_projection, added to
+    # each head's attention scores)
+    heads = get(default, "num_attention_heads")
+    if "hidden_size" in kw and isinstance(heads, int) and kw.get("num_attention_heads"):
+        old_head = get(default, "hidden_size") // heads
+        widths.setdefault(old_head, kw["hidden_size"] // kw["num_attention_heads"])
+    old_layers = max((get(default, n) for n in LAYER_COUNTS if n in kw), default=None)
+    new_layers = min((kw[n] for n in LAYER_COUNTS if n in kw), default=None)
+    for name in sorted(accepted):
+        if name in kw or not _settable(config_cls, name):
+            continue
+        value = get(default, name)
+        if not isinstance(value, int) or isinstance(value, bool):
+            continue
+        if _tied(name) and value in widths:
+            kw[name] = widths[value]
+        elif "shared" in name and name.endswith("_layers") and old_layers and new_layers:
+            # (not every `num_*_layers`: Wav2Vec2's num_feat_extract_layers counts its convs)
+            if 0 < value < old_layers:
+                kw[name] = min(max(1, round(value * new_layers / old_layers)), new_layers - 1)
+
+
+def _fit_mamba(default, kw: dict[str, Any]) -> None:
+    """Mamba-2 mixers (Bamba, Falcon-H1): heads x head dim = the mixer width, which is
+    `mamba_d_ssm` where the config has one (shrunk to expand x hidden), else expand x hidden."""
+    if not isinstance(get(default, "mamba_n_heads"), int) or "hidden_size" not in kw:
+        return
+    width = (get(default, "mamba_expand") or 2) * kw["hidden_size"]
+    if isinstance(get(default, "mamba_d_ssm"), int):
+        kw["mamba_d_ssm"] = width
+    kw["mamba_n_heads"] = MAMBA_HEADS
+    kw["mamba_d_head"] = width // MAMBA_HEADS
+
+
+def _fit_out_indices(default, kw: dict[str, Any], new_layers: int | None) -> None:
+    """A backbone's output stages (`out_indices` into `stage_names`, "stem" first) mapped onto
+    the shrunk layer count, keeping their relative depth (BEiT's last layer 12 of 12 -> 2)."""
+    stages = get(default, "stage_names")
+    indices = get(default, "out_indices")
+    if not stages or not indices or new_layers is None:
+        return
+    old = len(stages) - 1
+    if old <= new_layers:
+        return
+    mapped = sorted({math.ceil(i % (old + 1) * new_layers / old) for i in indices})
+    kw["out_indices"], kw["out_features"] = mapped, None
+    kw.pop("stage_names", None)
+
+
+def _fit_per_layer_config(default, kw: dict[str, Any], new_layers: int | None) -> None:
+    """A heterogeneous config's per-layer overrides: those of the layers kept (the first
+    ones, as `layer_types` keeps them), their sizes shrunk by the same rules."""
+    per_layer = default.to_dict().get("per_layer_config")
+    if not per_layer or new_layers is None:
+        return
+    kept = {}
+    for index, overrides in per_layer.items():
+        if int(index) < new_layers:
+            shrunk = {
+                k: min(v, SIZES[k]) if k in SIZES and isinstance(v, int) else v
+                for k, v in overrides.items()
+            }
+            kept[index] = shrunk
+    kw["per_layer_config"] = kept
+
+
+def shrink_kwargs(config_cls, default, undone: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The constructor arguments that shrink `default` (an instance of `config_cls`), but for
+    the attributes in `undone` (``sub.attr`` for one of a sub-config)."""
+    accepted = _accepted(config_cls, default)
+    kw: dict[str, Any] = {}
+    for name, size in SIZES.items():
+        value = get(default, name) if name in accepted and _settable(config_cls, name) else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > size:
+            kw[name] = size
+    layers = {get(default, n) for n in LAYER_COUNTS if n in kw}
+    new_layers = min((kw[n] for n in LAYER_COUNTS if n in kw), default=None)
+    for name in sorted(accepted):
+        value = get(default, name)
+        if name in kw or not _settable(config_cls, name):
+            continue
+        if isinstance(value, list) and len(value) in layers:
+            # per-layer lists (layer_types, ...) follow the shrunk layer count; per-layer sizes
+            # (Gemma 3n's intermediate_size) are shrunk as the single size would be
+            kw[name] = value[:new_layers]
+            if name in SIZES and all(isinstance(v, int) for v in value):
+                kw[name] = [min(v, SIZES[name]) for v in kw[name]]
+        elif isinstance(value, float) and ("drop" in name or _is_random(name)):
+            kw[name] = 0.0  # dropout, *_pdrop, drop_path, layerdrop, random masks and noise
+        elif isinstance(value, float) and name == "depth_coefficient" and value > 1.0:
+            # EfficientNet's block count scaling (ALIGN's B7 tower: 3.1); not the width's,
+            # which the text projection is built to match
+            kw[name] = 1.0
+        elif "drop" in name and isinstance(value, list | tuple) and value:
+            if all(isinstance(v, float) for v in value):  # per-stage rates (CvT's drop_path_rate)
+                kw[name] = [0.0] * len(value)
+        elif name == "depths" and isinstance(value, list | tuple):
+            kw[name] = [1] * len(value)  # hierarchical vision models: one block per stage
+        elif is_config(value):
+            # composite models: text/vision/audio sub-configs
+            inner = frozenset(n.split(".", 1)[1] for n in undone if n.startswith(f"{name}."))
+            kw[name] = shrink_config(value, inner)
+    _fit_heads(default, kw)
+    _fit_mamba(default, kw)
+    _fit_tied(default, kw, accepted, config_cls)
+    _fit_out_indices(default, kw, new_layers)
+    _fit_per_layer_config(default, kw, new_layers)
+    return kw
+
+
+def _is_random(name: str) -> bool:
+    """Rates of random draws made in training: SpecAugment's mask_*_prob, a router's jitter
+    noise (PhiMoE's router_jitter_noise). (ViTMAE's masking takes its noise as an input:
+    `hf_inputs` gives it one, so its mask_ratio stays.)"""
+    return (name.startswith("mask_") and name.endswith("_prob")) or "jitter" in name
+
+
+def _token_ids_fit(config, vocab: int) -> bool:
+    for name in dir(config):
+        if name.endswith(("_token_id", "_token_index")):
+            value = get(config, name)
+            values = value if isinstance(value, list | tuple) else [value]
+            if any(isinstance(v, int) and v >= vocab for v in values):
+                return False
+    return True
+
+
+def _fit_mrope(merged: dict) -> None:
+    """Multimodal RoPE splits head_dim / 2 into sections (Qwen2-VL's `mrope_section`, e.g.
+    [24, 20, 20] of 64): scaled to the shrunk head_dim, largest remainders first."""
+    rope = merged.get("rope_parameters")
+    section = rope.get("mrope_section") if isinstance(rope, dict) else None
+    head_dim = merged.get("head_dim")
+    if not isinstance(head_dim, int):
+        heads = merged.get("num_attention_heads")
+        hidden = merged.get("hidden_size")
+        head_dim = hidden // heads if isinstance(hidden, int) and isinstance(heads, int) else None
+    if not section or not head_dim or sum(section) == head_dim // 2:
+        return
+    half, total = head_dim // 2, sum(section)
+    exact = [v * half / total for v in section]
+    fitted = [int(x) for x in exact]
+    by_remainder = sorted(range(len(exact)), key=lambda i: fitted[i] - exact[i])
+    for i in by_remainder[: half - sum(fitted)]:
+        fitted[i] += 1
+    merged["rope_parameters"] = {**rope, "mrope_section": fitted}
+
+
+def shrink_config(default, _undone: frozenset[str] = frozenset()):
+    """A copy of the config `default` with the sizes of `SIZES`, dropout 0 and (when every
+    special token id fits) a vocabulary of `VOCAB`. When the config class rejects the shrunk
+    values, the shrink of the attributes its message names is undone and it is built again."""
+    config_cls = type(default)
+    kw = shrink_kwargs(config_cls, default, _undone)
+    kw = {k: v for k, v in kw.items() if k not in _undone}
+    vocab = get(default, "vocab_size")
+    accepted = _accepted(config_cls, default)
+    if "vocab_size" in accepted and "vocab_size" not in _undone:
+        if vocab is None or (
+            isinstance(vocab, int) and vocab > VOCAB and _token_ids_fit(default, VOCAB)
+        ):
+            kw["vocab_size"] = VOCAB
+            for name in accepted:  # Gemma 3n's per-layer embeddings: vocab_size_per_layer_input
+                other = get(default, name)
+                if name.startswith("vocab_size_") and isinstance(other, int) and other > VOCAB:
+                    kw[name] = VOCAB
+    merged = {**default.to_dict(), **kw}
+    _fit_mrope(merged)
+    merged.pop("model_type", None)
+    merged.pop("transformers_version", None)
+    if merged.get("architectures") is None:
+        # a model type with several base classes picks one by `architectures` (Funnel)
+        merged["architectures"] = []
+    try:
+        return config_cls(**merged)
+    except Exception as exc:  # noqa: BLE001 - a validation error names what it rejects
+        # `sub.attr` (FunASR's "adaptor_config.intermediate_size must equal text_config.
+        # hidden_size // 4") undoes that attribute of the sub-config, a plain name its own
+        dotted = set(re.findall(r"([A-Za-z_]\w*)\.([A-Za-z_]\w*)", str(exc)))
+        named = {
+            f"{a}.{b}" for a, b in dotted if is_config(kw.get(a)) and f"{a}.{b}" not in _undone
+        }
+        named |= {
+            k for k in kw if k not in _undone and not is_config(kw[k]) and _names(str(exc), k)
+        }
+        if not named:
+            raise
+        return shrink_config(default, _undone | named)
+
+
+def _names(message: str, name: str) -> bool:
+    """Whether a validation message names the attribute `name` (as a word)."""
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", message) is not None
