@@ -349,6 +349,8 @@ class _GraphCompile:
         self.session: cache.GraphSession | None = None
         self.fw_nodes: int | None = None
         self.bw_nodes: int | None = None
+        # ops eager runs by CPU fallback that this graph compiles as their decomposition
+        self.through_decomposition: set[str] = set()
         self.num_dynamo_outputs = len(
             torch.utils._pytree.arg_tree_leaves(*next(iter(reversed(gm.graph.nodes))).args)
         )
@@ -357,9 +359,11 @@ class _GraphCompile:
     def check_legality(self, aten_gm: torch.fx.GraphModule) -> None:
         t0 = time.perf_counter()
         try:
-            illegal = legality.find_illegal_ops(aten_gm)
+            result = legality.check_graph(aten_gm)
         finally:
             self.lowering_s += time.perf_counter() - t0
+        illegal = result.illegal
+        self.through_decomposition.update(result.through_decomposition)
         if not illegal:
             return
         if self.opts.fallback_execution:
@@ -438,7 +442,7 @@ class _GraphCompile:
             num_forward = getattr(meta, "num_forward", None)
             if isinstance(num_forward, int):
                 device_outputs = tuple(i for i in device_outputs if i < num_forward)
-        return _DeviceExecutable(
+        exe = _DeviceExecutable(
             compiled,
             self.device,
             lowered.device_inputs,
@@ -448,6 +452,9 @@ class _GraphCompile:
             perf_plan.plan(aten_gm, f"{self.name}/{kind}"),
             draws,
         )
+        # kept with the executable so that an AOT-cache hit (no legality pass) reports it too
+        exe.through_decomposition = tuple(sorted(self.through_decomposition))
+        return exe
 
     def loaded_from_cache(self, exe: _DeviceExecutable, seconds: float) -> None:
         """An executable came back from the AOT-level cache (no tracing, no codegen)."""
@@ -457,6 +464,7 @@ class _GraphCompile:
             self.fw_nodes = exe.n_nodes
         self.codegen_s += seconds
         self.cache_results.append("hit")
+        self.through_decomposition.update(exe.__dict__.get("through_decomposition", ()))
         if exe.source_code:
             artifacts.dump_text(self.dir, f"{exe.kind}_code.py", exe.source_code)
 
@@ -493,6 +501,7 @@ class _GraphCompile:
         self.cache_results = []
         self.session = None
         self.fw_nodes = self.bw_nodes = None
+        self.through_decomposition = set()
 
     def cache_status(self) -> str:
         if not self.cache_results:
@@ -540,6 +549,7 @@ def _compile_static(
         )
         runner = gm.forward
         status = "fallback"
+        state.through_decomposition.clear()  # nothing was compiled
     finally:
         _loading.state = None
     total = time.perf_counter() - t0
@@ -552,6 +562,7 @@ def _compile_static(
         "fw_node_count": state.fw_nodes,
         "bw_node_count": state.bw_nodes,
         "input_shapes": [_shape_of(x) for x in example_inputs],
+        "through_decomposition": sorted(state.through_decomposition),
         "cache": status,
         "aot_cache": state.session.aot if state.session is not None else "disabled",
         "aot_autograd_s": max(0.0, total - state.lowering_s - state.codegen_s),

@@ -4,7 +4,10 @@ The table is Inductor's (Inductor's CPU code generator is the device compiler of
 NeuronCore, so its op set is the one our code generator lowers). Every decomposition is
 wrapped so that the nodes it produces record the op the user's program dispatched
 (``node.meta["custom"]["neuron_decomposed_from"]``): the legality pass checks *that* op
-against the eager op policy, not the compiler-internal ops it was decomposed into.
+against the eager op policy, so that an op the policy lists (native, or a fallback such as
+TorchNeuron's host linalg) keeps its status whatever Inductor decomposes it into. An op the
+policy does not list is legal when every node its decomposition produced is legal on its own
+("compiled through its decomposition", legality.check_graph): e.g. ``unfold_backward``.
 
 (Adding torch._decomp decompositions for every op the eager policy does not list as native
 was tried and dropped: the policy's default for unlisted ops is "fallback", and many of

@@ -14,6 +14,9 @@ static-shape specialisation of it), oldest first:
 ``fw_node_count``   nodes in the forward (or inference) ATen graph, ``bw_node_count``
                     in the backward graph (``None`` when there is none)
 ``input_shapes``    the static input shapes this graph was compiled for
+``through_decomposition``  ops the eager policy does not list (eager runs them by CPU
+                    fallback) that this graph compiled as their decomposition into native
+                    ops, e.g. ``["aten::unfold_backward"]`` (docs/compile.md, legality)
 ``cache``           ``"hit"`` (code generation skipped: every ATen graph came from the
                     persistent cache), ``"miss"``, ``"disabled"`` or ``"fallback"``
                     (graph runs eagerly, see fallback_execution)

@@ -2,7 +2,10 @@
 (torch_neuronx.eager.op_policy.policy_for). Ops that eager mode would run through the CPU
 fallback (or cannot run at all) make the graph illegal for the compiled path; the backend
 then fails with :class:`NeuronCompileError` naming the op and the user's source line, or,
-with fallback execution enabled, runs that graph eagerly.
+with fallback execution enabled, runs that graph eagerly. One exception (:func:`check_graph`):
+an op the policy does not list that the decomposition table replaced with native ops is
+compiled through its decomposition, as TorchNeuron lowers a graph after AOTAutograd's
+decompositions.
 """
 
 from __future__ import annotations
@@ -118,13 +121,19 @@ def user_source(node: torch.fx.Node) -> str | None:
     return text
 
 
-def eager_op_name(node: torch.fx.Node) -> str | None:
-    """The op eager mode would have dispatched for this node: the op a decomposition came
-    from, the in-place op a functionalised ``copy``/``*_copy`` stands for, or the node's own
-    op. None for nodes that are not ATen kernels."""
+def decomposed_from(node: torch.fx.Node) -> str | None:
+    """The op the user's program dispatched when ``node`` came out of a decomposition of
+    the neuron table (compile/decompositions.py), else None."""
     custom = node.meta.get("custom")
     if isinstance(custom, dict) and custom.get(DECOMPOSED_FROM):
         return custom[DECOMPOSED_FROM]
+    return None
+
+
+def node_op_name(node: torch.fx.Node) -> str | None:
+    """The op eager mode would dispatch for the node's own target: the in-place op a
+    functionalised ``copy``/``*_copy`` stands for, or the node's op. None for nodes that are
+    not ATen kernels."""
     name = op_name(node.target)
     if name is None or not name.startswith("aten::"):
         # prims / inductor / c10d_functional ops and Python callables are part of the
@@ -139,26 +148,85 @@ def eager_op_name(node: torch.fx.Node) -> str | None:
     return name
 
 
-def find_illegal_ops(gm: torch.fx.GraphModule) -> list[IllegalOp]:
-    seen = {}
+def eager_op_name(node: torch.fx.Node) -> str | None:
+    """The op eager mode would have dispatched for this node: the op a decomposition came
+    from, else the node's own op (:func:`node_op_name`)."""
+    return decomposed_from(node) or node_op_name(node)
+
+
+def graph_status(name: str) -> tuple[str, str]:
+    """(status, reason) of an op as it stands in a graph: its policy status, except that an
+    op functionalisation made out-of-place counts as its native in-place twin, and an op
+    eager runs as its dispatcher decomposition counts as native."""
+    status, reason = policy_status(name)
+    if status != op_policy.NATIVE and "." not in name:
+        # functionalisation turns in-place ops into their out-of-place twins
+        # (zero_ -> zero, fill_ -> fill): the eager op was the in-place one
+        if policy_status(name + "_")[0] == op_policy.NATIVE:
+            return op_policy.NATIVE, reason
+    if status != op_policy.NATIVE and _eager_decomposes(name, reason):
+        return op_policy.NATIVE, reason
+    return status, reason
+
+
+@dataclass
+class GraphLegality:
+    illegal: list[IllegalOp]
+    #: ops the policy does not list (eager runs them by CPU fallback) that the graph holds
+    #: only as their decomposition into native ops: "compiled through its decomposition"
+    through_decomposition: list[str]
+
+
+def check_graph(gm: torch.fx.GraphModule) -> GraphLegality:
+    """Check every ATen node of ``gm`` against the eager op policy.
+
+    A node is checked as the op the user's program dispatched (:func:`eager_op_name`): a
+    native op is legal whatever its decomposition produced, and an op the policy lists
+    explicitly as fallback or unsupported is illegal even when decomposed (the table's
+    decision, e.g. TorchNeuron's host linalg). An op the policy does not list (the default
+    fallback: no Neuron lowering of its own) is legal when the decomposition table replaced
+    it with nodes that are all legal on their own: on TorchNeuron a compiled graph is
+    lowered after AOTAutograd's decompositions, so such an op never reaches the compiler
+    (``aten::unfold_backward``, decomposed into ``index_put``, ``unfold`` and views).
+    """
+    statuses: dict[str, tuple[str, str]] = {}
+
+    def status_of(name: str) -> tuple[str, str]:
+        if name not in statuses:
+            statuses[name] = graph_status(name)
+        return statuses[name]
+
+    illegal: dict[str, IllegalOp] = {}
+    through: set[str] = set()
     for node in gm.graph.nodes:
         if node.op != "call_function":
             continue
-        name = eager_op_name(node)
-        if name is None or name in seen:
+        dispatched, own = decomposed_from(node), node_op_name(node)
+        name = dispatched or own
+        if name is None or name in illegal:
             continue
-        status, reason = policy_status(name)
-        if status != "native" and "." not in name:
-            # functionalisation turns in-place ops into their out-of-place twins
-            # (zero_ -> zero, fill_ -> fill): the eager op was the in-place one
-            alt_status, _ = policy_status(name + "_")
-            if alt_status == "native":
-                status = alt_status
-        if status != "native" and _eager_decomposes(name, reason):
-            status = "native"
-        if status != "native":
-            seen[name] = IllegalOp(name, status, reason, user_source(node))
-    return list(seen.values())
+        status, reason = status_of(name)
+        if status == op_policy.NATIVE:
+            continue
+        if dispatched is not None and _compiles_through_decomposition(status, reason):
+            # (own == name: the decomposition declined and left the op itself in the graph)
+            if own is None or (own != name and status_of(own)[0] == op_policy.NATIVE):
+                through.add(name)
+                continue
+            if own != name:
+                reason += f"; its decomposition needs {own}, policy '{status_of(own)[0]}'"
+        illegal[name] = IllegalOp(name, status, reason, user_source(node))
+    return GraphLegality(list(illegal.values()), sorted(through - illegal.keys()))
+
+
+def _compiles_through_decomposition(status: str, reason: str) -> bool:
+    """Only ops the policy does not list may be compiled as their decomposition; explicit
+    entries (fallback or unsupported) are decisions of the table."""
+    return status == op_policy.FALLBACK and reason == op_policy.DEFAULT_FALLBACK_REASON
+
+
+def find_illegal_ops(gm: torch.fx.GraphModule) -> list[IllegalOp]:
+    return check_graph(gm).illegal
 
 
 def format_error(graph_name: str, illegal: list[IllegalOp]) -> str:
