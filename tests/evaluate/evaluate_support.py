@@ -4,6 +4,7 @@ once per session, in a fresh process, as a user would) and read the report it wr
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -62,9 +63,18 @@ def evaluate(
         timeout=timeout,
         env=e,
         cwd=str(cwd or SCRIPTS),
+        preexec_fn=foreground_sigint,
     )
     _cache[key] = Run(proc, out)
     return _cache[key]
+
+
+def foreground_sigint() -> None:
+    """`preexec_fn` of a test's evaluate process: SIGINT at its default, as in a terminal.
+    A pytest started in the background (`cmd &`, nohup, some CI runners) has SIGINT ignored,
+    every child inherits that and Python then installs no KeyboardInterrupt handler, so the
+    Ctrl-C tests would test nothing but the launcher's shell."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def line_of(path: Path, text: str, nth: int = 1) -> int:

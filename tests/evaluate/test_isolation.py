@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 
+import evaluate_support
 import pytest
 from evaluate_support import SCRIPTS, marker_line
 
@@ -99,7 +100,14 @@ def test_a_signal_sent_to_the_harness_is_passed_on_and_reported(tmp_path, mode, 
     cmd += ["--quiet", *MODES[mode], "ends_itself.py", "sleep", str(pid_file)]
     # output to a file, not a pipe: a worker left running would hold a pipe open
     log = open(tmp_path / "log", "w")  # noqa: SIM115  (closed in finally)
-    harness = subprocess.Popen(cmd, cwd=str(SCRIPTS), env=e, stdout=log, stderr=log)
+    harness = subprocess.Popen(
+        cmd,
+        cwd=str(SCRIPTS),
+        env=e,
+        stdout=log,
+        stderr=log,
+        preexec_fn=evaluate_support.foreground_sigint,
+    )
     worker = None
     try:
         for _ in range(2400):  # until the script runs (bounded polls, not a timing check)
