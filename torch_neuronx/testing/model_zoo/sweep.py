@@ -77,17 +77,19 @@ def run_chunk(models: list[str], modes: tuple[str, ...], timeout: float) -> Iter
             rows: list[dict] = []
             started, cpu0 = time.monotonic(), _cpu_seconds(proc.pid)
             while pending:
-                if not sel.select(timeout=_POLL):
-                    cpu = _cpu_seconds(proc.pid) - cpu0
-                    wall = time.monotonic() - started
-                    if cpu < timeout and wall < _WALL_FACTOR * timeout:
-                        continue
+                ready = sel.select(timeout=_POLL)
+                cpu = _cpu_seconds(proc.pid) - cpu0
+                wall = time.monotonic() - started
+                # checked on every line too: a worker printing other lines is not exempt
+                if cpu >= timeout or wall >= _WALL_FACTOR * timeout:
                     proc.kill()
                     proc.wait()
                     # its own status: a slow model is not a wrong one
                     why = f"no result within {timeout:.0f} CPU s ({cpu:.0f} CPU s, {wall:.0f} s)"
                     yield _failed(pending.pop(0), modes, "timeout", why)
                     break
+                if not ready:
+                    continue
                 line = proc.stdout.readline()
                 if not line:  # the worker died
                     proc.wait()
