@@ -61,6 +61,10 @@ class Published:
     #: training: the Neuron SDK release the published table states for the row (its era,
     #: ``perf/releases.py``, decides the split and the release efficiency)
     sdk: str = ""
+    #: prefill through NxD Inference: the context-encoding bucket the prompt runs in (NxDI pads
+    #: the prompt to the first compiled bucket that holds it and encodes the whole bucket);
+    #: 0 = the prompt length (docs/decisions.md, "Serving-stack term ...")
+    bucket: int = 0
 
     @property
     def anchor(self) -> str:
@@ -244,6 +248,24 @@ def _tnx_rows() -> list:
     return rows
 
 
+#: the context-encoding buckets of the Trn2 vLLM tutorials' prefill (docs/decisions.md,
+#: "Serving-stack term ..."): the bucket a 10,000-token LLMPerf prompt runs in, and why
+_TRN2_BUCKETS = {
+    "Llama-3.3-70B": (
+        12288,
+        "context-encoding bucket 12,288 (the tutorial compiles with --enable-bucketing and "
+        "--max-context-length 12288 and no bucket list, so NxDI's default buckets apply: powers "
+        "of two from 128 to 8,192, then 12,288; LLMPerf's 10,000 prompt tokens counted with the "
+        "model's tokenizer plus the chat template exceed 8,192, our reading)",
+    ),
+    "Llama-3.1-405B": (
+        10240,
+        "context-encoding bucket 10,240 (the tutorial compiles with --context-encoding-buckets "
+        "2048 4096 10240 12288)",
+    ),
+}
+
+
 def _trn2_rows() -> list:
     rows = []
     setup = "trn2.48xlarge, TP=64, LNC=2, batch 1, BF16, 10k input / 1.5k output tokens, vLLM"
@@ -258,8 +280,64 @@ def _trn2_rows() -> list:
                 "decode", value=tpot, tokens=10750, note="context 10,750 (mid-generation)", **common
             )
         )
-        rows.append(Published("prefill", value=ttft, tokens=10000, **common))
+        bucket, why = _TRN2_BUCKETS[model]
+        rows.append(
+            Published("prefill", value=ttft, tokens=10000, bucket=bucket, note=why, **common)
+        )
     return rows
+
+
+# vLLM Neuron's EAGLE3 tutorial for Llama-3.1-8B, its baseline without a draft model: the one
+# published TTFT on Trainium through vLLM with a short stated prompt that the layer trace can
+# cost (docs/decisions.md, "Serving-stack term ..."; found 2026-12-02, split by that rule before
+# the term was fitted: its TTFT is the term's calibration row, its TPOT a decode validation row)
+L8_EAGLE3 = (
+    "https://github.com/aws-neuron/aws-neuron-sdk/blob/a3247f5b8c305f9b70a19993acb306122e736eec/"
+    "vllm-neuron/docs/tutorials/tutorial-eagle3-speculative-decoding-llama-3-1.md"
+)
+L8_EAGLE3_QUOTE = (
+    '"Representative numbers for this pairing on trn2.48xlarge at --max-concurrency 2: ... '
+    'median_tpot_ms baseline=10.52 ... median_ttft_ms baseline=51.07"; baseline server: vllm serve '
+    "meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 8 --max-num-seqs 2 --max-model-len "
+    "2048 --no-enable-prefix-caching; benchmark: vllm bench serve --dataset-name sonnet "
+    "--sonnet-input-len 512 --sonnet-output-len 128 --num-prompts 50 --max-concurrency 2"
+)
+
+
+def _vllm_neuron_rows() -> list:
+    common = dict(gen="trn2", model="Llama-3.1-8B", unit="ms", source=L8_EAGLE3)
+    common.update(
+        setup="trn2.48xlarge, TP=8, LNC=2, max-num-seqs 2, concurrency 2, BF16, sonnet prompts "
+        "of at most 512 tokens / 128 output tokens, vLLM V1 (vllm-neuron plugin, SDK >= 2.32), "
+        "vllm bench serve",
+        instance="trn2.48xlarge",
+        tp=8,
+        serving=True,
+    )
+    return [
+        Published(
+            "prefill",
+            value=51.07,
+            tokens=512,
+            bucket=512,
+            split="calibration",
+            note="median TTFT; calibration row of the serving-stack term only (perf/serving.py), "
+            "never of TensorE efficiency; vllm bench serve keeps sonnet prompts of at most "
+            "--sonnet-input-len tokens, so the 512 bucket of NxDI's default powers of two (our "
+            "reading); at concurrency 2 the term also holds the wait for the other request's "
+            "decode step. " + L8_EAGLE3_QUOTE,
+            **common,
+        ),
+        Published(
+            "decode",
+            value=10.52,
+            tokens=512 + 64,
+            batch=2,
+            split="validation",
+            note="median TPOT at concurrency 2, costed as batch 2; context 576 (mid-generation)",
+            **common,
+        ),
+    ]
 
 
 def _training_rows() -> list:
@@ -501,7 +579,12 @@ def _heldout_rows() -> list:
             "prefill",
             value=48.284,
             tokens=128,
-            note="TTFT p99 (the tutorial keeps p99 only)",
+            bucket=128,
+            note="TTFT p99 (the tutorial keeps p99 only); no draft model in this baseline; "
+            "context-encoding bucket 128 (vLLM's default neuron config: bucketing on, buckets "
+            "powers of two from 128; LLMPerf's 128 Llama-tokenizer prompt tokens, each line "
+            "counted with a BOS token, plus Qwen3's chat template read as at most 128 Qwen "
+            "tokens, our reading)",
             **common,
         )
     )
@@ -530,6 +613,7 @@ ROWS: list = _split_training_by_release(
     + _tnx_batch_rows()
     + _trn2_rows()
     + _tnx_int8_rows()
+    + _vllm_neuron_rows()
     + _nemo_llama_rows()
     + _heldout_rows()
 )

@@ -81,8 +81,13 @@ def _newest(r) -> bool:
 
 def _bound_rows(rows) -> list:
     """The compute-bound calibration rows that fix the TensorE efficiency: prefill, and the
-    training rows of the newest SDK era."""
-    return [r for r in rows if r.kind in ("training", "prefill") and _newest(r)]
+    training rows of the newest SDK era. A TTFT measured through a serving stack fits the
+    serving term only (``perf/serving.py``), never a device constant."""
+    return [
+        r
+        for r in rows
+        if r.kind in ("training", "prefill") and _newest(r) and not getattr(r, "serving", False)
+    ]
 
 
 def _era_rows(rows, name: str) -> list:

@@ -17,10 +17,9 @@ import math
 import torch
 import torch.nn.functional as F
 
-from torch_neuronx.runtime import hardware as hw
 from torch_neuronx.runtime.engines import Engine
 
-from . import estimate, graph, overlap, params, releases, tails
+from . import estimate, graph, overlap, params, releases, serving, tails
 from .collectives import collective_cost
 from .target import Target, for_instance
 
@@ -436,8 +435,9 @@ def prefill_parts(
 
 
 #: optional serving-stack term, never in device time: host dispatch per compiled-graph call in
-#: synchronous mode, measured with vLLM's Python on top [ASYNC]
-SERVING_PER_CALL_S = float(hw.SYNC_GRAPH_LAUNCH)
+#: synchronous mode, measured with vLLM's Python on top [ASYNC]; the per-request rest of a
+#: TTFT through vLLM is ``perf/serving.py``'s fitted term
+SERVING_PER_CALL_S = serving.DISPATCH_S
 
 
 def predict(row) -> float:
@@ -457,17 +457,20 @@ def predict(row) -> float:
     wb = getattr(row, "weight_bytes", 2)
     if row.kind == "decode":
         return sum(decode_parts(m, row.tp, row.tokens, tgt, row.batch, wb).values()) * 1e3
-    return sum(prefill_parts(m, row.tp, row.tokens, tgt, row.batch, wb).values()) * 1e3
+    # NxD Inference encodes the whole context-encoding bucket the prompt was padded to
+    seq = max(row.tokens, getattr(row, "bucket", 0))
+    return sum(prefill_parts(m, row.tp, seq, tgt, row.batch, wb).values()) * 1e3
 
 
 def compared(row, modeled: float) -> float:
     """The modeled figure set against the published one: device time, except a time to first
     token measured through a serving stack, which is compared with the optional serving term
-    on (one host dispatch of the prefill graph). Per-token decode through vLLM stays device
-    time: its asynchronous execution hides the per-call dispatch [ASYNC]. A row published as
-    a p99 is compared with the median x the tail factor of its kind (``perf/tails.py``)."""
+    on (one host dispatch of the prefill graph + the fitted per-request time,
+    ``perf/serving.py``). Per-token decode through vLLM stays device time: its asynchronous
+    execution hides the per-call dispatch [ASYNC]. A row published as a p99 is compared with
+    the median x the tail factor of its kind (``perf/tails.py``)."""
     if row.serving and row.kind == "prefill":
-        modeled = modeled + SERVING_PER_CALL_S * 1e3
+        modeled = modeled + serving.total_s() * 1e3
     # a p99 row: the median times the tail factor fitted on published p50/p99 pairs
     # (perf/tails.py; 1.0 where no usable pair exists, and the table says so)
     return modeled * tails.factor(row.kind, getattr(row, "percentile", "p50"))
