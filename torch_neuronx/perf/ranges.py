@@ -26,7 +26,7 @@ BANDS: dict = {
     "kernel": (0.62, 1.0),
     "training": (0.71, 1.5),
     "decode": (0.73, 1.22),
-    "prefill": (0.66, 2.25),
+    "prefill": (0.64, 1.45),
 }
 
 KINDS = ("kernel", "training", "decode", "prefill", "collective")
@@ -328,6 +328,11 @@ BACKING: dict = {
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/trn1-inference-performance.html",
         ),
         (
+            "Llama-3.1-8B decode, time per output token (p50), trn2.48xlarge, TP=8, LNC=2, max-num-seqs 2, concurrency 2, BF16, sonnet prompts of at most 512 tokens / 128 output tokens, vLLM V1 (vllm-neuron plugin, SDK >= 2.32), vllm bench serve",
+            1.09,
+            "https://github.com/aws-neuron/aws-neuron-sdk/blob/a3247f5b8c305f9b70a19993acb306122e736eec/vllm-neuron/docs/tutorials/tutorial-eagle3-speculative-decoding-llama-3-1.md",
+        ),
+        (
             "Qwen3-32B decode, time per output token (p99), trn2.48xlarge, TP=64, LNC=2, batch 1 (max-num-seqs 1), BF16, 128 input / 512 output tokens, vLLM",
             0.73,
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/libraries/nxd-inference/tutorials/sd-inference-tutorial.html",
@@ -411,12 +416,12 @@ BACKING: dict = {
         ),
         (
             "Llama-3.3-70B prefill, time to first token (p50), trn2.48xlarge, TP=64, LNC=2, batch 1, BF16, 10k input / 1.5k output tokens, vLLM",
-            0.81,
+            0.65,
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/libraries/nxd-inference/tutorials/trn2-llama3.3-70b-tutorial.html",
         ),
         (
             "Llama-3.1-405B prefill, time to first token (p50), trn2.48xlarge, TP=64, LNC=2, batch 1, BF16, 10k input / 1.5k output tokens, vLLM",
-            0.66,
+            0.64,
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/libraries/nxd-inference/tutorials/trn2-llama3.1-405b-speculative-tutorial.html",
         ),
         (
@@ -441,7 +446,7 @@ BACKING: dict = {
         ),
         (
             "Qwen3-32B prefill, time to first token (p99), trn2.48xlarge, TP=64, LNC=2, batch 1 (max-num-seqs 1), BF16, 128 input / 512 output tokens, vLLM",
-            2.25,
+            0.98,
             "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/libraries/nxd-inference/tutorials/sd-inference-tutorial.html",
         ),
     ),

@@ -23,6 +23,7 @@ from torch_neuronx.runtime import hardware as hw
 from torch_neuronx.runtime.engines import Engine
 
 from . import estimate, params, tails, workload_data, workloads
+from . import serving as serving_term
 from .target import for_instance
 
 
@@ -184,12 +185,11 @@ def workload_markdown(pairs=None) -> str:
     ]
     for r, v in pairs:
         serving = (
-            f"+{workloads.SERVING_PER_CALL_S * 1e3:.3g} ms per graph call in synchronous mode "
-            "[ASYNC]; "
-            + (
-                "compared with it on (one call)"
+            (
+                serving_term.describe()
                 if r.kind == "prefill"
-                else "not compared (async mode hides it)"
+                else f"+{workloads.SERVING_PER_CALL_S * 1e3:.3g} ms per graph call in synchronous "
+                "mode [ASYNC]; not compared (async mode hides it)"
             )
             + (f"; {tails.describe(r.kind, r.percentile)}" if r.percentile != "p50" else "")
             if r.serving
@@ -403,6 +403,37 @@ def tails_markdown() -> str:
     return "\n".join(out)
 
 
+def serving_markdown(pairs=None) -> str:
+    """The serving-stack term (``perf/serving.py``): each serving-stack TTFT row with its modeled
+    device time, the dispatch and the rest (published - device - dispatch), and the fitted term."""
+    pairs = workload_rows() if pairs is None else pairs
+    out = [
+        "| set | run | prompt / bucket (tokens) | published TTFT | modeled device TTFT | dispatch "
+        "| published - device - dispatch | modeled / published speed (term on) | source |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|",
+    ]
+    d = serving_term.DISPATCH_S * 1e3
+    for r, v in pairs:
+        if not (r.serving and r.kind == "prefill"):
+            continue
+        out.append(
+            f"| {r.split} | {r.model} ({r.percentile}), {r.setup} | {r.tokens:,} / "
+            f"{max(r.tokens, r.bucket):,} | {r.value:,.4g} ms | {v:,.4g} ms | {d:.3g} ms | "
+            f"{serving_term.residual_s(r, v) * 1e3:,.4g} ms | "
+            f"{workloads.speed_ratio(r, v):.2f} | {r.source} |"
+        )
+    f = serving_term.fit([r for r, _ in pairs])
+    out += [
+        "",
+        "| term | value | from |",
+        "|---|---:|---|",
+        f"| graph dispatch (synchronous mode) | {d:.3g} ms | [ASYNC] (measured, vLLM on top) |",
+        f"| per request, fitted (applied) | {serving_term.PER_REQUEST_S * 1e3:.4g} ms | mean of "
+        f"{f['n']} calibration row(s): {serving_term.PROVENANCE} |",
+    ]
+    return "\n".join(out)
+
+
 #: docs/perf-model.md's generated blocks: name -> function giving the block's text
 def _blocks() -> dict:
     from .collective_validation import both_markdown
@@ -415,6 +446,7 @@ def _blocks() -> dict:
         "collectives": lambda: both_markdown(),
         "never-fitted": lambda: never_fitted_markdown(),
         "tails": lambda: tails_markdown(),
+        "serving": lambda: serving_markdown(),
     }
 
 
