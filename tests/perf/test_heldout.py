@@ -3,8 +3,6 @@ model's constants were fitted and after the post-hoc exclusions, costed once wit
 frozen. These tests pin what the set showed, so that a change to the model that moves it is seen
 (and has to be explained in docs/perf-model.md), and keep the set apart from the fit."""
 
-import math
-
 import pytest
 
 from torch_neuronx.perf import collective_data, releases, validation, workload_data, workload_fit
@@ -55,7 +53,9 @@ HELD = {
     "training": (6, 1.00),
     # 0.73: TPOT re-read over 511 tokens and compared at p99 with the tail factor (perf/tails.py)
     "decode": (1, 0.73),
-    "prefill": (1, 2.25),
+    # 0.98 since the serving-stack term (perf/serving.py, fitted on one calibration row; 2.25
+    # with only the graph dispatch)
+    "prefill": (1, 0.98),
     "collectives": (1, 1.09),
 }
 
@@ -70,17 +70,15 @@ def test_heldout_geomean_per_kind_is_as_computed(summary, kind):
 
 def test_heldout_verdict_is_reported_as_it_is(summary):
     # with the SDK-release term, training meets the issue's criterion on the held-out rows
-    # (geomean 1.00, 0.74-1.50); the Qwen3-32B p99 prefill (2.25) and decode (0.73) do not,
-    # and the docs say so
+    # (geomean 1.00, 0.74-1.50); with the serving-stack term the Qwen3-32B p99 TTFT does too
+    # (0.98); its decode row (0.73) does not, and the docs say so
     lo, hi = validation.CRITERION
-    s = summary[("held-out", "training")]
-    assert lo <= s["geomean"] <= hi and 1 / validation.WORST <= s["lo"] <= s["hi"] <= 2.0, s
-    for kind in ("prefill", "decode"):
+    for kind in ("training", "prefill"):
         s = summary[("held-out", kind)]
-        assert not (lo <= s["geomean"] <= hi), s
+        assert lo <= s["geomean"] <= hi and 1 / validation.WORST <= s["lo"] <= s["hi"] <= 2.0, s
+    s = summary[("held-out", "decode")]
+    assert not (lo <= s["geomean"] <= hi), s
     assert "**not met**" in validation.never_fitted_markdown()
-    worst = summary[("held-out", "prefill")]["worst"]
-    assert abs(math.log(worst)) > math.log(2.0)
 
 
 def test_post_hoc_exclusions_are_stated_with_every_range_of_their_kind():
