@@ -6,12 +6,19 @@ import dataclasses
 
 import pytest
 
-from torch_neuronx.perf import serving, validation, workload_data, workload_fit, workloads
+from torch_neuronx.perf import (
+    serving,
+    serving_fit,
+    validation,
+    workload_data,
+    workload_fit,
+    workloads,
+)
 
 
 @pytest.fixture(scope="module")
 def cal():
-    return serving.calibration_rows()
+    return serving_fit.calibration_rows()
 
 
 def test_the_term_is_fitted_on_the_one_published_calibration_row(cal):
@@ -34,7 +41,7 @@ def test_the_term_is_fitted_on_the_one_published_calibration_row(cal):
 
 
 def test_stored_term_is_the_fit(cal):
-    f = serving.fit()
+    f = serving_fit.fit()
     assert f["n"] == 1
     assert serving.PER_REQUEST_S == pytest.approx(f["per_request_s"], abs=2e-6)
     # published - modeled device TTFT - one dispatch, by hand
@@ -47,13 +54,13 @@ def test_stored_term_is_the_fit(cal):
 
 def test_no_heldout_or_validation_row_fits_the_term(monkeypatch):
     held = [r for r in workload_data.HELDOUT if r.kind == "prefill"]
-    assert held and not set(map(id, held)) & set(map(id, serving.calibration_rows()))
+    assert held and not set(map(id, held)) & set(map(id, serving_fit.calibration_rows()))
     # only calibration rows are read: relabelling the calibration row as validation leaves none
     rows = [
-        r.__class__(**{**r.__dict__, "split": "validation"}) for r in serving.calibration_rows()
+        r.__class__(**{**r.__dict__, "split": "validation"}) for r in serving_fit.calibration_rows()
     ]
     with pytest.raises(ValueError, match="no serving-stack calibration row"):
-        serving.fit(rows + list(workload_data.VALIDATION) + list(workload_data.HELDOUT))
+        serving_fit.fit(rows + list(workload_data.VALIDATION) + list(workload_data.HELDOUT))
 
 
 def test_serving_rows_fit_no_device_constant():

@@ -18,8 +18,9 @@ Two parts:
   context-encoding bucket a prompt runs in (``Published.bucket``) and a draft model's prefill
   (no row in the set has one). The held-out rows are never read.
 
-The stored value is what ``fit()`` gives (tracing the calibration workloads takes seconds, too
-slow for every comparison); tests/perf/test_serving_term.py checks they agree.
+The stored value is what ``serving_fit.fit()`` gives (tracing the calibration workloads takes
+seconds, too slow for every comparison); tests/perf/test_serving_term.py checks they agree. This
+module holds constants only, so ``workloads`` can read it without an import cycle.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from torch_neuronx.runtime import hardware as hw
 #: one synchronous host dispatch of a compiled graph, vLLM's Python on top [ASYNC]
 DISPATCH_S = float(hw.SYNC_GRAPH_LAUNCH)
 
-#: per-request serving-stack time beyond the dispatch, seconds: ``fit()["per_request_s"]`` on the
+#: per-request serving-stack time beyond the dispatch, seconds: ``serving_fit.fit()["per_request_s"]`` on the
 #: one calibration row found (vLLM Neuron's Llama-3.1-8B EAGLE3 tutorial baseline, trn2.48xlarge
 #: TP=8, median TTFT 51.07 ms at concurrency 2; ``workload_data.L8_EAGLE3``)
 PER_REQUEST_S = 0.027589
@@ -40,31 +41,6 @@ PROVENANCE = (
     "trn2.48xlarge TP=8, median TTFT 51.07 ms at concurrency 2, vLLM V1); no validation row "
     "exists for it (docs/decisions.md, 'Serving-stack term')"
 )
-
-
-def calibration_rows(rows=None) -> list:
-    """The rows the term is fitted on: calibration TTFTs measured through a serving stack."""
-    from . import workload_data
-
-    rows = workload_data.ROWS if rows is None else rows
-    return [r for r in rows if r.split == "calibration" and r.serving and r.kind == "prefill"]
-
-
-def residual_s(row, modeled_ms: float | None = None) -> float:
-    """Published TTFT - modeled device TTFT - one dispatch, seconds (the row's serving time)."""
-    from . import workloads
-
-    v = workloads.predict(row) if modeled_ms is None else modeled_ms
-    return (row.value - v) * 1e-3 - DISPATCH_S
-
-
-def fit(rows=None) -> dict:
-    """{"per_request_s", "n", "residuals_s"}: the mean residual of the calibration rows."""
-    cal = calibration_rows(rows)
-    if not cal:
-        raise ValueError("no serving-stack calibration row: the term cannot be fitted")
-    res = [residual_s(r) for r in cal]
-    return {"per_request_s": sum(res) / len(res), "n": len(res), "residuals_s": res}
 
 
 def total_s() -> float:

@@ -22,7 +22,7 @@ import torch
 from torch_neuronx.runtime import hardware as hw
 from torch_neuronx.runtime.engines import Engine
 
-from . import estimate, params, tails, workload_data, workloads
+from . import estimate, params, serving_fit, tails, workload_data, workloads
 from . import serving as serving_term
 from .target import for_instance
 
@@ -419,10 +419,10 @@ def serving_markdown(pairs=None) -> str:
         out.append(
             f"| {r.split} | {r.model} ({r.percentile}), {r.setup} | {r.tokens:,} / "
             f"{max(r.tokens, r.bucket):,} | {r.value:,.4g} ms | {v:,.4g} ms | {d:.3g} ms | "
-            f"{serving_term.residual_s(r, v) * 1e3:,.4g} ms | "
+            f"{serving_fit.residual_s(r, v) * 1e3:,.4g} ms | "
             f"{workloads.speed_ratio(r, v):.2f} | {r.source} |"
         )
-    f = serving_term.fit([r for r, _ in pairs])
+    f = serving_fit.fit([r for r, _ in pairs])
     out += [
         "",
         "| term | value | from |",
