@@ -5,7 +5,9 @@ token) and how we split them into a calibration set and a validation set.
 ``VALIDATION`` rows are never used to fit, only to report the model's error
 (``perf/validation.py``, docs/perf-model.md). The split is by rule, fixed before the fit: in
 AWS's Trn1 inference table every other bf16 row (in the table's order) is calibration and the
-rest validation; every Trn2 row is validation; the training rows are grouped by the era of
+rest validation; every Trn2 row is validation except the serving-stack term's calibration TTFT
+(rule: docs/decisions.md, "Serving-stack term of a time to first token through vLLM"; it fits
+that term only, ``perf/serving_fit.py``); the training rows are grouped by the era of
 their Neuron SDK release (``perf/releases.py``) and in each era every other row not held out is
 calibration (``_split_training_by_release``, rule fixed 2026-12-02 before the release fit). Rows
 the model does not cover are ``EXCLUDED`` (reported with the reason, never fitted).
