@@ -100,3 +100,14 @@ def test_bucket_is_costed_as_device_work():
     assert rows["Qwen3-32B"].bucket == rows["Qwen3-32B"].tokens == 128
     r = rows["Llama-3.1-405B"]
     assert workloads.predict(r) > workloads.predict(dataclasses.replace(r, bucket=0))
+
+
+def test_docs_serving_block_is_the_generated_one():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "perf-model.md").read_text()
+    start, end = "<!-- generated:serving -->\n", "\n<!-- /generated:serving -->"
+    block = text[text.index(start) + len(start) : text.index(end)]
+    assert block == validation.serving_markdown()
+    # the held-out row is shown with the term on, and the term with its provenance
+    assert "| held-out | Qwen3-32B (p99)" in block and serving.PROVENANCE in block
