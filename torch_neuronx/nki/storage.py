@@ -104,8 +104,9 @@ class Storage:
         self.ready = 0.0  # modeled time its last write completes
         self.release = None  # returns an on-chip tile's memory to the allocator's pool
         self.views = None  # with ``release``: the torch views of that memory, by shape
-        # the uninitialised pattern not yet written into ``flat`` (a new tile is filled when
-        # first accessed, unless its first access overwrites all of it: no wasted pass)
+        # the value not yet written into ``flat``: a new allocation's uninitialised pattern,
+        # or the value of a memset of the whole tile (filled when first accessed, unless that
+        # access overwrites all of it: no wasted pass)
         self.pending = None
         self.cover = None  # with ``pending``: the boxes written so far (nki/coverage.py)
         self.shape = self.strides = None  # of the allocation, while ``pending``
@@ -127,7 +128,7 @@ class Storage:
         self.strides = strides
 
     def materialize(self) -> None:
-        """Write the pending uninitialised pattern where nothing was written yet (before any
+        """Write the pending value (pattern or memset) where nothing was written yet (before any
         read or unrecorded write)."""
         v = self.pending
         if v is not None:

@@ -251,7 +251,14 @@ def memset(dst, value, engine=engine.unknown, name=None, mask=None):
         # (not dst.tensor: reading that property fills a new tile's uninitialised pattern, a
         # wasted pass over memory the memset overwrites)
         if m is None and dst.__class__ is NkiTensor:
-            dst.overwrite_view().fill_(value)  # every element written: no pattern under it
+            st = dst.storage
+            if st.shape is not None and dst.flat is st.flat and dst.covers_storage():
+                # the whole tile: the value is written as a pending fill is, at the first
+                # access that is not a full overwrite (a memset before a gather or DMA that
+                # writes every element costs no pass over memory)
+                st.pending, st.cover = value, None
+            else:
+                dst.overwrite_view().fill_(value)  # every element written: no pattern under it
         else:
             dst.write(torch.full(dst.shape, value, dtype=dtypes.storage_dtype(dst.dtype)), m)
 
