@@ -155,6 +155,10 @@ class NkiTensor(TensorBase):
     def __getitem__(self, key) -> NkiTensor:
         if not isinstance(key, tuple):
             key = (key,)
+        if len(key) == len(self.shape):
+            view = self._sliced(key)
+            if view is not None:
+                return view
         for k in key:
             if k.__class__ is Idx:
                 return IndexedTensor.make(self, key)
@@ -230,6 +234,38 @@ class NkiTensor(TensorBase):
             )
             shape = [p[1] for p in pairs]
             strides = [p[2] for p in pairs]
+        return NkiTensor._view(self, shape, strides, offset)
+
+    def _sliced(self, key):
+        """``self[key]`` when every dim is indexed by an in-bounds ``start:stop`` slice of
+        Python ints (the common tile access), else None (``__getitem__`` decides, and names
+        what is wrong)."""
+        shape, strides = [], []
+        offset = self.offset
+        for k, size, st in zip(key, self.shape, self.strides, strict=False):
+            if k.__class__ is not slice:
+                return None
+            step = k.step
+            if step is not None and (step.__class__ is not int or step != 1):
+                return None
+            start, stop = k.start, k.stop
+            if start is None:
+                start = 0
+            elif start.__class__ is not int:
+                return None
+            elif start < 0:
+                start += size
+            if stop is None:
+                stop = size
+            elif stop.__class__ is not int:
+                return None
+            elif stop < 0:
+                stop += size
+            if start < 0 or stop > size or start >= stop:
+                return None
+            offset += start * st
+            shape.append(stop - start)
+            strides.append(st)
         return NkiTensor._view(self, shape, strides, offset)
 
     def __setitem__(self, key, value):
