@@ -35,7 +35,7 @@ import torch
 from . import dtypes, running
 from .errors import fail
 from .storage import MemoryRegion
-from .tensor_base import TensorBase
+from .tensor_base import BaseView, TensorBase
 
 #: partitions that share one row group of a tensor-indirection index (Vector, Scalar and
 #: GpSimd Engines; AWS's ``NkiTensor.indirect`` page: 32 on the Tensor Engine)
@@ -63,7 +63,7 @@ def check_index_tile(what: str, index, on_chip_only: bool = True, one: bool = Fa
         fail(f"{what}: a scalar offset is a tile of exactly one element, got shape {index.shape}")
 
 
-class DynamicTensor(TensorBase):
+class DynamicTensor(BaseView):
     """A view whose start (scalar), row starts (vector) or columns (tensor indirection) are
     read from ``index`` when an instruction runs. ``base`` is the static part: the view at
     offset 0 of the dynamic term (vector: with the row stride 0)."""
@@ -81,19 +81,7 @@ class DynamicTensor(TensorBase):
         self._fs = None
         self.num = num
 
-    # ---- what instructions read (the data tensor's)
-    @property
-    def storage(self):
-        return self.base.storage
-
-    @property
-    def dtype(self):
-        return self.base.dtype
-
-    @property
-    def name(self):
-        return self.base.name
-
+    # ---- what instructions read (the data tensor's; storage, dtype, name: BaseView)
     @property
     def flat(self):
         return self.base.flat
