@@ -98,8 +98,9 @@ class Storage:
         self.readonly = None  # "'x' of nki_op 'ns::op'" when writes are forbidden
         self.owner = owner  # the torch tensor that holds an HBM storage
         self.arg_name = ""
-        self.mm_live = set()  # PSUM: views in an open matmul accumulation group
-        self.mm_ever = set()  # PSUM: views initialised by a matmul (accumulate=True is legal)
+        psum = buffer is MemoryRegion.psum  # (only PSUM storages hold matmul state)
+        self.mm_live = set() if psum else None  # PSUM: views in an open accumulation group
+        self.mm_ever = set() if psum else None  # PSUM: views initialised by a matmul
         self.value_init = False  # PSUM: last written by a non-matmul instruction
         self.ready = 0.0  # modeled time its last write completes
         self.release = None  # returns an on-chip tile's memory to the allocator's pool
