@@ -124,7 +124,9 @@ def _direct_out(src, dst, m):
     st = dst.storage
     if st.pending is not None and not dst.covers_storage():
         return None  # the rest of the tile must still get the uninitialised pattern first
-    t = dst.flat.as_strided(dst.shape, dst.strides, dst.offset)  # no fill: it is overwritten
+    t = dst._t  # the view's torch view (no fill: it is overwritten)
+    if t is None:
+        t = dst._t = dst.flat.as_strided(dst.shape, dst.strides, dst.offset)
     return t if t.is_contiguous() else None
 
 
