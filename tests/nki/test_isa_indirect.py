@@ -547,3 +547,20 @@ def test_indirect_gather_of_row_parts_matches_the_flat_positions(offset, width, 
     out = k(*on_dev(data, ind.to(tdt))).cpu()
     pos = offset + ind * D + torch.arange(width) * step
     assert torch.equal(out, data.reshape(-1)[pos])
+
+
+def test_gather_with_an_index_tile_set_by_memset():
+    # the memset's value is pending in the index tile until the gather reads the offsets
+    @nki.jit
+    def k(data):
+        P, F = 16, data.shape[1]
+        idx = nl.ndarray((P, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.memset(dst=idx, value=3)
+        t = nl.ndarray((P, F), dtype=data.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=data.ap(pattern=[[F, P], [1, F]], vector_offset=idx))
+        out = nl.ndarray((P, F), dtype=data.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    data = torch.randn(10, 8)
+    assert torch.equal(k(*on_dev(data)).cpu(), data[3].expand(16, 8))

@@ -152,14 +152,26 @@ class DynamicTensor(BaseView):
         indexes with it (int32, int64; others as int64). AWS's indirect transpose:
         ``indices.T.flatten()[:rows]`` (a (P, 1) index: ``index[p]``)."""
         x = self.index
-        raw = x.read()
-        if raw.dtype is not torch.int32 and raw.dtype is not torch.int64:
-            raw = raw.to(torch.int64)
-        rows = self.shape[0]
-        if x.free_size == 1:
-            flat = raw.reshape(-1)
+        if (
+            x.free_size == 1
+            and not isinstance(x, BaseView)
+            and not x.offset
+            and x.strides[0] == 1
+            and x.flat.numel() == x.shape[0]
+        ):  # a whole (P, 1) tile: its memory is the column of offsets (no view to make)
+            st = x.storage
+            if st.pending is not None:
+                st.materialize()
+            flat = x.flat
         else:
-            flat = raw.reshape(raw.shape[0], -1).t().reshape(-1)
+            raw = x.read()
+            if x.free_size == 1:
+                flat = raw.reshape(-1)
+            else:
+                flat = raw.reshape(raw.shape[0], -1).t().reshape(-1)
+        if flat.dtype is not torch.int32 and flat.dtype is not torch.int64:
+            flat = flat.to(torch.int64)
+        rows = self.shape[0]
         n = flat.numel()
         if n < rows:
             fail(f"{self.what}: the vector_offset tile has {n} offsets for {rows} rows")

@@ -500,12 +500,12 @@ class NkiTensor(TensorBase):
                     f"partition performs the same access"
                 )
         off = base.offset if offset is None else base.offset + int(offset)
-        shape = tuple(n for _, n in pattern)
-        strides = tuple(s for s, _ in pattern)
         if scalar_offset is not None or vector_offset is not None:
             return self._indirect_ap(
                 base, pattern, off, scalar_offset, vector_offset, int(indirect_dim)
             )
+        shape = tuple(n for _, n in pattern)
+        strides = tuple(s for s, _ in pattern)
         hi = off + sum((n - 1) * s for s, n in pattern if s > 0)
         lo = off + sum((n - 1) * s for s, n in pattern if s < 0)
         if lo < 0 or hi >= base.flat.numel():
