@@ -98,6 +98,8 @@ class NkiTensor(TensorBase):
     def covers_storage(self) -> bool:
         """Whether this view is its whole storage in order (offset 0, contiguous, every byte)."""
         st = self.storage
+        if self.shape == st.shape and self.flat is st.flat and not self.offset:
+            return self.strides == st.strides  # the allocation's own (contiguous) layout
         if self.offset or self.size * dtypes.itemsize(self.dtype) != st.flat.numel() * (
             st.flat.element_size()
         ):
