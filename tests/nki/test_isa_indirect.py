@@ -512,3 +512,55 @@ def test_dynamic_select_on_the_element_wise_engines():
     ref[:, 0] = x[:, 2].exp()
     ref[:, 3] = 7.0
     torch.testing.assert_close(out, ref)
+
+
+@pytest.mark.parametrize(
+    "offset,width,step,idx_dtype",
+    [
+        (0, 24, 1, nl.int32),  # whole rows, gathered straight into the tile
+        (2 * 24 + 3, 5, 1, nl.int32),  # part of each row, a few rows in
+        (1, 4, 3, nl.int32),  # a strided part of each row
+        (22, 5, 1, nl.int32),  # each access spans two rows of the table
+        (3, 7, 1, nl.int16),  # an index type torch does not index with
+    ],
+)
+def test_indirect_gather_of_row_parts_matches_the_flat_positions(offset, width, step, idx_dtype):
+    V, D, P = 50, 24, 32
+
+    @nki.jit
+    def k(data, indices):
+        idx = nl.ndarray((P, 1), dtype=idx_dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=idx, src=indices)
+        t = nl.ndarray((P, width), dtype=data.dtype, buffer=nl.sbuf)
+        src = data.ap(
+            pattern=[[D, P], [step, width]], offset=offset, vector_offset=idx, indirect_dim=0
+        )
+        nisa.dma_copy(dst=t, src=src)
+        out = nl.ndarray((P, width), dtype=data.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    data = torch.randn(V, D)
+    ind = torch.randint(0, V - 3, (P, 1))
+    ind[0], ind[1] = 0, V - 4  # the extremes the bounds check looks at
+    tdt = torch.int16 if idx_dtype is nl.int16 else torch.int32
+    out = k(*on_dev(data, ind.to(tdt))).cpu()
+    pos = offset + ind * D + torch.arange(width) * step
+    assert torch.equal(out, data.reshape(-1)[pos])
+
+
+def test_gather_with_an_index_tile_set_by_memset():
+    # the memset's value is pending in the index tile until the gather reads the offsets
+    @nki.jit
+    def k(data):
+        P, F = 16, data.shape[1]
+        idx = nl.ndarray((P, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.memset(dst=idx, value=3)
+        t = nl.ndarray((P, F), dtype=data.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=data.ap(pattern=[[F, P], [1, F]], vector_offset=idx))
+        out = nl.ndarray((P, F), dtype=data.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    data = torch.randn(10, 8)
+    assert torch.equal(k(*on_dev(data)).cpu(), data[3].expand(16, 8))

@@ -281,6 +281,28 @@ def test_sendrecv_without_a_partner_is_a_named_deadlock():
     assert "test_isa_registers.py" in str(e.value)
 
 
+def test_a_pair_waiting_for_each_other_is_a_named_deadlock():
+    # program 0 waits for a sendrecv, program 1 at a barrier: neither can go on
+    @nki.jit
+    def crossed(x):
+        out = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=t, value=1.0)
+        if nl.program_id(0) == 0:
+            nisa.sendrecv(src=t, dst=t, send_to_rank=1, recv_from_rank=1, pipe_id=0)
+        else:
+            nisa.core_barrier(out, (0, 1))
+        return out
+
+    with pytest.raises(
+        nki.NkiValidationError,
+        match="deadlock: program 1 waits for the peer's core_barrier, while program 0 waits "
+        "for a sendrecv from rank 1",
+    ) as e:
+        crossed[2](*on_dev(torch.zeros(1, 1)))
+    assert "test_isa_registers.py" in str(e.value)
+
+
 def test_sendrecv_kernel_in_an_nki_op_eager_and_compiled():
     """Inside an nki_op: eager runs the pair as coroutines; torch.compile's fake-tensor trace
     runs shapes only on one thread (fake tensor mode is per thread) and still checks rules."""

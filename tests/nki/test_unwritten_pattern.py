@@ -171,3 +171,35 @@ def test_coverage_boxes():
     assert not c.add(((0, 2), (0, 4), (4, 12)))  # overlaps the first: volume 160 < 192
     assert c.add(((0, 2), (4, 8), (6, 12)))  # 208 >= 192 and the union is everything
     assert uninit_value(torch.int32) == INT_PATTERN
+
+
+def test_memset_of_a_whole_tile_is_pending_until_read():
+    seen = []
+
+    @nki.jit
+    def k(x):
+        t = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=t, value=2.5)
+        seen.append(t.storage.pending)  # not written yet
+        nisa.dma_copy(dst=t[:, 2:5], src=x[:, 0:3])  # a part on top of the value
+        i = nl.ndarray((4, 8), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.memset(dst=i, value=-3)
+        u = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=u, value=1.0)
+        nisa.dma_copy(dst=u, src=x)  # overwritten in full: the value is never written
+        seen.append(u.storage.pending)
+        out = nl.ndarray((3, 4, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out[0], src=t)
+        nisa.tensor_copy(dst=u, src=i)  # the int tile's value, read as it would be
+        nisa.dma_copy(dst=out[1], src=u)
+        nisa.dma_copy(dst=out[2], src=x)
+        return out
+
+    x = torch.randn(4, 8)
+    out = k(x.to("neuron")).cpu()
+    ref = torch.full((4, 8), 2.5)
+    ref[:, 2:5] = x[:, 0:3]
+    assert seen == [2.5, None]
+    assert torch.equal(out[0], ref)
+    assert torch.equal(out[1], torch.full((4, 8), -3.0))
+    assert torch.equal(out[2], x)

@@ -95,18 +95,40 @@ def _shape(shape) -> tuple:
     return out
 
 
+#: (shape, dtype, buffer as the kernel gave them, target) -> the checked on-chip tile kind
+#: (``_tile_kind``): a kernel allocates a few kinds of tile over and over, so their rules are
+#: checked once per kind (a failing allocation is never recorded: it raises every time)
+_CHECKED: dict = {}
+
+
 def ndarray(shape, dtype, buffer=MemoryRegion.sbuf, name: str = "") -> NkiTensor:
     ex = execution.current()
+    key = None
+    if shape.__class__ is tuple:
+        key = (shape, dtype, buffer, ex.target)
+        try:
+            kind = _CHECKED.get(key)
+        except TypeError:  # something unhashable: the checks below say what is wrong
+            kind = key = None
+        if kind is not None:
+            return _on_chip(ex, kind, name)
     buf = buffer_of(buffer)
     shape = _shape(shape)
     dtype = dtypes.normalize(dtype)
     if buf.on_chip:
-        return _on_chip(ex, shape, dtype, buf, name)
+        kind = _tile_kind(ex.target, shape, dtype, buf, name)
+        if key is not None:
+            if len(_CHECKED) > 4096:  # kernels made on the fly (tests): keep it small
+                _CHECKED.clear()
+            _CHECKED[key] = kind
+        return _on_chip(ex, kind, name)
     return _hbm(ex, shape, dtype, buf, name)
 
 
-def _on_chip(ex, shape, dtype, buf, name) -> NkiTensor:
-    t = ex.target
+def _tile_kind(t, shape, dtype, buf, name) -> tuple:
+    """The rules of an on-chip tile of ``shape`` and ``dtype`` on target ``t``: (shape,
+    dtype, buffer, partitions, free elements, bytes per partition, PSUM banks, storage dtype,
+    strides)."""
     if len(shape) < 2:
         fail(
             f"an {buf.value.upper()} tensor is at least 2-D (partition dim, free dims...); got "
@@ -141,6 +163,11 @@ def _on_chip(ex, shape, dtype, buf, name) -> NkiTensor:
             )
         banks = -(-nbytes // t.psum_bank_bytes)
     sd = dtypes.storage_dtype(dtype)
+    return (shape, dtype, buf, p, free, nbytes, banks, sd, contiguous_strides(shape))
+
+
+def _on_chip(ex, kind, name) -> NkiTensor:
+    shape, dtype, buf, p, free, nbytes, banks, sd, strides = kind
     if ex.abstract:
         flat = torch.empty(p * free, dtype=sd, device="meta")
     else:
@@ -148,7 +175,8 @@ def _on_chip(ex, shape, dtype, buf, name) -> NkiTensor:
     st = Storage(buf, dtype, flat, p, free, name)
     st.rec = TileRecord(buf, name, nbytes, banks, errors.here())
     ex.tiles.append(st.rec)
-    t = _fresh(st, shape, dtype)
+    t = object.__new__(NkiTensor)
+    t._init(st, flat, dtype, shape, strides, 0, name)
     if not ex.abstract:
         st.release = _pool.give
         st.views = views
@@ -156,7 +184,7 @@ def _on_chip(ex, shape, dtype, buf, name) -> NkiTensor:
         if v is None:
             v = views[shape] = flat.view(shape)
         t._t = v  # the whole tile's torch view (NkiTensor.tensor)
-        st.leave_unfilled(shape, t.strides)  # the pattern goes where a read finds nothing written
+        st.leave_unfilled(shape, strides)  # the pattern goes where a read finds nothing written
     return t
 
 

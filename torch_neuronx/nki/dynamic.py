@@ -35,7 +35,7 @@ import torch
 from . import dtypes, running
 from .errors import fail
 from .storage import MemoryRegion
-from .tensor_base import TensorBase
+from .tensor_base import BaseView, TensorBase
 
 #: partitions that share one row group of a tensor-indirection index (Vector, Scalar and
 #: GpSimd Engines; AWS's ``NkiTensor.indirect`` page: 32 on the Tensor Engine)
@@ -63,7 +63,7 @@ def check_index_tile(what: str, index, on_chip_only: bool = True, one: bool = Fa
         fail(f"{what}: a scalar offset is a tile of exactly one element, got shape {index.shape}")
 
 
-class DynamicTensor(TensorBase):
+class DynamicTensor(BaseView):
     """A view whose start (scalar), row starts (vector) or columns (tensor indirection) are
     read from ``index`` when an instruction runs. ``base`` is the static part: the view at
     offset 0 of the dynamic term (vector: with the row stride 0)."""
@@ -81,19 +81,7 @@ class DynamicTensor(TensorBase):
         self._fs = None
         self.num = num
 
-    # ---- what instructions read (the data tensor's)
-    @property
-    def storage(self):
-        return self.base.storage
-
-    @property
-    def dtype(self):
-        return self.base.dtype
-
-    @property
-    def name(self):
-        return self.base.name
-
+    # ---- what instructions read (the data tensor's; storage, dtype, name: BaseView)
     @property
     def flat(self):
         return self.base.flat
@@ -140,20 +128,9 @@ class DynamicTensor(TensorBase):
                 v = x.get(f"{self.what}: the offset register")
                 return torch.tensor([0 if v is None else int(v)])
             return x.read().reshape(-1)[:1].to(torch.int64)
-        raw = x.read().to(torch.int64)
         if self.kind == VECTOR:
-            # AWS's indirect transpose: indices.T.flatten()[:rows] (a (P, 1) index: index[p])
-            rows = self.shape[0]
-            if x.free_size == 1:
-                flat = raw.reshape(-1)
-            else:
-                flat = raw.reshape(raw.shape[0], -1).t().reshape(-1)
-            if flat.numel() < rows:
-                fail(
-                    f"{self.what}: the vector_offset tile has {flat.numel()} offsets for "
-                    f"{rows} rows"
-                )
-            return flat[:rows]
+            return self._row_values().to(torch.int64)
+        raw = x.read().to(torch.int64)
         # tensor indirection: offset i of partition p's group g is index[g*G + i%G, i//G]
         P, n = self.shape[0], self.num
         opcode = _opcode()
@@ -169,6 +146,36 @@ class DynamicTensor(TensorBase):
         p = torch.arange(P).reshape(P, 1)
         i = torch.arange(n).reshape(1, n)
         return raw[(p // G) * G + i % G, i // G]
+
+    def _row_values(self) -> torch.Tensor:
+        """Vector: the offset of each row, in the index tile's own integer dtype when torch
+        indexes with it (int32, int64; others as int64). AWS's indirect transpose:
+        ``indices.T.flatten()[:rows]`` (a (P, 1) index: ``index[p]``)."""
+        x = self.index
+        if (
+            x.free_size == 1
+            and not isinstance(x, BaseView)
+            and not x.offset
+            and x.strides[0] == 1
+            and x.flat.numel() == x.shape[0]
+        ):  # a whole (P, 1) tile: its memory is the column of offsets (no view to make)
+            st = x.storage
+            if st.pending is not None:
+                st.materialize()
+            flat = x.flat
+        else:
+            raw = x.read()
+            if x.free_size == 1:
+                flat = raw.reshape(-1)
+            else:
+                flat = raw.reshape(raw.shape[0], -1).t().reshape(-1)
+        if flat.dtype is not torch.int32 and flat.dtype is not torch.int64:
+            flat = flat.to(torch.int64)
+        rows = self.shape[0]
+        n = flat.numel()
+        if n < rows:
+            fail(f"{self.what}: the vector_offset tile has {n} offsets for {rows} rows")
+        return flat if n == rows else flat[:rows]
 
     def _oob(self, bad_values, opcode, skip_ok):
         v = int(bad_values.reshape(-1)[0])
@@ -264,6 +271,10 @@ class DynamicTensor(TensorBase):
         flat = b.flat
         if self.kind == TENSOR_INDIRECT:
             return flat[self.positions(opcode)[0]], None
+        if self.kind == VECTOR:
+            v = self._gather_blocks(out)
+            if v is not None:
+                return v, None
         starts, good = self._starts(opcode, skip, skip_ok)
         if self.kind == SCALAR and good is None:
             return flat.as_strided(b.shape, b.strides, int(starts[0])), None
@@ -276,6 +287,41 @@ class DynamicTensor(TensorBase):
         if ok is not None:
             v = torch.where(ok, v, torch.zeros((), dtype=v.dtype))
         return v, ok
+
+    def _gather_blocks(self, out=None):
+        """Vector rows when each is inside one block of ``scale`` elements of the data tensor
+        (an embedding table's rows) and every index is in bounds: one ``index_select`` of
+        blocks with the index values as they are (no positions, no per-row arithmetic);
+        None when that does not hold (``_starts`` then checks, raises or skips row by row).
+        The bounds are those of ``_starts``: ``0 <= index < limit`` and every element of
+        every row inside the tensor, checked on the extreme index values."""
+        b = self.base
+        flat = b.flat
+        scale = self.scale
+        if scale <= 0 or b.offset < 0 or not flat.is_contiguous():
+            return None
+        inner, istr = b.shape[1:], b.strides[1:]
+        ext = 0
+        for n, st in zip(inner, istr, strict=False):
+            if st < 0:
+                return None
+            ext += (n - 1) * st
+        k, c0 = divmod(b.offset, scale)  # row 0 of index 0 starts c0 into block k
+        if c0 + ext >= scale:
+            return None
+        vals = self._row_values()
+        lo, hi = vals.aminmax()
+        vmin, vmax = int(lo), int(hi)
+        if vmin < 0 or vmax >= self.limit or (k + vmax + 1) * scale > flat.numel():
+            return None
+        blocks = flat.as_strided((flat.numel() // scale, scale), (scale, 1))
+        r = vals if k == 0 else vals + k
+        if c0 == 0 and ext == scale - 1 and len(inner) == 1 and istr[0] == 1:  # whole blocks
+            if out is not None and out.shape == (vals.shape[0], scale):
+                return torch.index_select(blocks, 0, r, out=out)  # straight into dst's memory
+            return blocks.index_select(0, r)
+        got = blocks.index_select(0, r)
+        return got.as_strided((got.shape[0],) + inner, (scale,) + istr, c0)
 
     def read(self, mask=None, opcode=None, skip: bool = False, skip_ok: bool = False):
         return self.gather(opcode, skip, skip_ok)[0]
@@ -317,7 +363,7 @@ def _rows(flat, starts, inner, istr, scale, b, out=None):
     n = flat.numel()
     if scale > 0 and b.strides[0] % scale == 0 and flat.is_contiguous():
         c0 = b.offset % scale
-        if c0 + ext < scale and n >= scale:
+        if c0 + ext < scale and n >= scale and n % scale == 0:
             blocks = flat[: (n // scale) * scale].view(n // scale, scale)
             r = torch.div(starts, scale, rounding_mode="floor")
             whole = c0 == 0 and ext == scale - 1 and len(inner) == 1 and istr[-1] == 1

@@ -8,10 +8,10 @@ import torch
 
 from .errors import fail
 from .indexing import Idx, host
-from .tensor_base import TensorBase
+from .tensor_base import BaseView
 
 
-class IndexedTensor(TensorBase):
+class IndexedTensor(BaseView):
     """``tensor[idx, ...]`` with ``nl.arange``/``nl.mgrid`` expressions (legacy NKI indexing):
     the element at each point of the index grid.
 
@@ -48,18 +48,6 @@ class IndexedTensor(TensorBase):
         t._fs = None
         t._rect = _rectangle(base, idx, t.shape)
         return t
-
-    @property
-    def storage(self):
-        return self.base.storage
-
-    @property
-    def dtype(self):
-        return self.base.dtype
-
-    @property
-    def name(self):
-        return self.base.name
 
     def __repr__(self) -> str:
         return f"IndexedTensor(shape={self.shape}, of {self.base!r})"

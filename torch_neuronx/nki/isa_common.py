@@ -263,7 +263,7 @@ def record(ex, engine: str, x, inputs: int = 1, seconds=None):
     st = ex.stats
     st.instructions[engine] = st.instructions.get(engine, 0) + 1
     el = st.elements
-    el[engine] = el.get(engine, 0) + x.partitions * x.free_size
+    el[engine] = el.get(engine, 0) + x.shape[0] * x.free_size
     tl = ex.timeline
     if tl is not None:
         if seconds is None:

@@ -4,8 +4,8 @@ at each ``nki.collectives`` call.
 On hardware a kernel that calls ``nki.collectives.all_reduce`` runs once on every rank (a
 logical NeuronCore of the job, as a process of a distributed launch does), and the CC-Cores
 carry the data between them. Here :func:`run_ranks` launches the kernel once per rank, each
-with its own arguments, on its own thread, but only one thread runs at a time (the way
-nki/lockstep.py runs an LNC pair): rank 0 runs until it reaches a collective its group has
+with its own arguments, on its own thread, but only one thread runs at a time (the lock-step
+scheduler of nki/lockstep.py, which runs an LNC pair too): rank 0 runs until it reaches a collective its group has
 not all reached, then the next rank runs, and so on. So a run is deterministic and each
 collective sees every rank's source tensor as it was at the call. A rank that waits for a
 group whose other ranks have ended, or all ranks waiting at collectives nobody can complete,
@@ -21,13 +21,10 @@ from __future__ import annotations
 import threading
 
 from .errors import NkiError, NkiValidationError
+from .lockstep import Lockstep
 
 # slot.world / slot.rank: the launch of ranks this thread runs one rank of (absent otherwise)
 slot = threading.local()
-
-
-class _Abort(BaseException):
-    """Ends a waiting rank when another rank failed (never seen by kernel code)."""
 
 
 def current():
@@ -35,64 +32,32 @@ def current():
     return getattr(slot, "world", None), getattr(slot, "rank", 0)
 
 
-class World:
-    """The scheduler of one launch's ranks and the collectives' meeting places."""
+class World(Lockstep):
+    """The ranks of one collective launch (nki/lockstep.py runs them) and the collectives'
+    meeting places."""
 
     def __init__(self, n: int):
-        self.size = n
-        self.cond = threading.Condition()
-        self.turn = 0
-        self.done = [False] * n
-        self.waiting = [None] * n  # rank -> (ready, what) while it waits
-        self.error = None
+        super().__init__(n)
         self.meetings = {}  # key -> Meeting
         self.calls = {}  # (rank, program ids, group) -> collectives called so far
-
-    # ---- turns
-    def _next(self, rank: int):
-        for k in range(1, self.size + 1):
-            q = (rank + k) % self.size
-            if q == rank or self.done[q]:
-                continue
-            w = self.waiting[q]
-            if w is None or w[0]():
-                return q
-        return None
 
     def wait_until(self, rank: int, ready, what: str, fail):
         """Give the turn to other ranks until ``ready()``; nobody able to run is a deadlock,
         raised through ``fail`` (which names the waiting kernel line)."""
-        while not ready():
-            nxt = self._next(rank)
-            if nxt is None:
-                others = [
-                    f"rank {q} "
-                    + ("has ended" if self.done[q] else f"waits at {self.waiting[q][1]}")
-                    for q in range(self.size)
-                    if q != rank
-                ]
-                fail(
-                    f"deadlock: rank {rank} waits at {what}, and no other rank can reach it "
-                    f"({'; '.join(others) or 'no other rank'}); every rank of a replica group "
-                    f"must issue the same collectives in the same order"
-                )
-            self.waiting[rank] = (ready, what)
-            with self.cond:
-                self.turn = nxt
-                self.cond.notify_all()
-                self.cond.wait_for(lambda: self.turn == rank or self.error is not None)
-                if self.error is not None:
-                    raise _Abort()
-            self.waiting[rank] = None
 
-    def _finish(self, rank: int):
-        with self.cond:
-            self.done[rank] = True
-            nxt = self._next(rank)
-            if nxt is None:  # everybody ended, or the rest wait: let one find its deadlock
-                nxt = next((q for q in range(self.size) if not self.done[q]), rank)
-            self.turn = nxt
-            self.cond.notify_all()
+        def deadlock(rank, what):
+            others = [
+                f"rank {q} " + ("has ended" if self.done[q] else f"waits at {self.waiting[q][1]}")
+                for q in range(self.size)
+                if q != rank
+            ]
+            fail(
+                f"deadlock: rank {rank} waits at {what}, and no other rank can reach it "
+                f"({'; '.join(others) or 'no other rank'}); every rank of a replica group "
+                f"must issue the same collectives in the same order"
+            )
+
+        super().wait_until(rank, ready, what, deadlock)
 
     # ---- meetings
     def sequence(self, rank: int, program, group: tuple) -> int:
@@ -102,36 +67,14 @@ class World:
         return n
 
     def run(self, launch, args_per_rank, kwargs_per_rank):
-        results = [None] * self.size
-
         def body(rank):
             slot.world, slot.rank = self, rank
             try:
-                with self.cond:
-                    self.cond.wait_for(lambda: self.turn == rank or self.error is not None)
-                    if self.error is not None:
-                        return
-                results[rank] = launch(*args_per_rank[rank], **kwargs_per_rank[rank])
-            except _Abort:
-                return
-            except BaseException as e:  # noqa: BLE001 - re-raised by the launching thread
-                with self.cond:
-                    if self.error is None:
-                        self.error = e
-                    self.cond.notify_all()
-                return
+                return launch(*args_per_rank[rank], **kwargs_per_rank[rank])
             finally:
                 slot.world = None
-            self._finish(rank)
 
-        threads = [threading.Thread(target=body, args=(r,), daemon=True) for r in range(self.size)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if self.error is not None:
-            raise self.error
-        return results
+        return self.run_parts(body)
 
 
 def run_ranks(kernel, args_per_rank, kwargs_per_rank=None) -> list:

@@ -98,14 +98,16 @@ class Storage:
         self.readonly = None  # "'x' of nki_op 'ns::op'" when writes are forbidden
         self.owner = owner  # the torch tensor that holds an HBM storage
         self.arg_name = ""
-        self.mm_live = set()  # PSUM: views in an open matmul accumulation group
-        self.mm_ever = set()  # PSUM: views initialised by a matmul (accumulate=True is legal)
+        psum = buffer is MemoryRegion.psum  # (only PSUM storages hold matmul state)
+        self.mm_live = set() if psum else None  # PSUM: views in an open accumulation group
+        self.mm_ever = set() if psum else None  # PSUM: views initialised by a matmul
         self.value_init = False  # PSUM: last written by a non-matmul instruction
         self.ready = 0.0  # modeled time its last write completes
         self.release = None  # returns an on-chip tile's memory to the allocator's pool
         self.views = None  # with ``release``: the torch views of that memory, by shape
-        # the uninitialised pattern not yet written into ``flat`` (a new tile is filled when
-        # first accessed, unless its first access overwrites all of it: no wasted pass)
+        # the value not yet written into ``flat``: a new allocation's uninitialised pattern,
+        # or the value of a memset of the whole tile (filled when first accessed, unless that
+        # access overwrites all of it: no wasted pass)
         self.pending = None
         self.cover = None  # with ``pending``: the boxes written so far (nki/coverage.py)
         self.shape = self.strides = None  # of the allocation, while ``pending``
@@ -127,7 +129,7 @@ class Storage:
         self.strides = strides
 
     def materialize(self) -> None:
-        """Write the pending uninitialised pattern where nothing was written yet (before any
+        """Write the pending value (pattern or memset) where nothing was written yet (before any
         read or unrecorded write)."""
         v = self.pending
         if v is not None:

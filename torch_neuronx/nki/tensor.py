@@ -98,6 +98,8 @@ class NkiTensor(TensorBase):
     def covers_storage(self) -> bool:
         """Whether this view is its whole storage in order (offset 0, contiguous, every byte)."""
         st = self.storage
+        if self.shape == st.shape and self.flat is st.flat and not self.offset:
+            return self.strides == st.strides  # the allocation's own (contiguous) layout
         if self.offset or self.size * dtypes.itemsize(self.dtype) != st.flat.numel() * (
             st.flat.element_size()
         ):
@@ -155,6 +157,10 @@ class NkiTensor(TensorBase):
     def __getitem__(self, key) -> NkiTensor:
         if not isinstance(key, tuple):
             key = (key,)
+        if len(key) == len(self.shape):
+            view = self._sliced(key)
+            if view is not None:
+                return view
         for k in key:
             if k.__class__ is Idx:
                 return IndexedTensor.make(self, key)
@@ -230,6 +236,38 @@ class NkiTensor(TensorBase):
             )
             shape = [p[1] for p in pairs]
             strides = [p[2] for p in pairs]
+        return NkiTensor._view(self, shape, strides, offset)
+
+    def _sliced(self, key):
+        """``self[key]`` when every dim is indexed by an in-bounds ``start:stop`` slice of
+        Python ints (the common tile access), else None (``__getitem__`` decides, and names
+        what is wrong)."""
+        shape, strides = [], []
+        offset = self.offset
+        for k, size, st in zip(key, self.shape, self.strides, strict=False):
+            if k.__class__ is not slice:
+                return None
+            step = k.step
+            if step is not None and (step.__class__ is not int or step != 1):
+                return None
+            start, stop = k.start, k.stop
+            if start is None:
+                start = 0
+            elif start.__class__ is not int:
+                return None
+            elif start < 0:
+                start += size
+            if stop is None:
+                stop = size
+            elif stop.__class__ is not int:
+                return None
+            elif stop < 0:
+                stop += size
+            if start < 0 or stop > size or start >= stop:
+                return None
+            offset += start * st
+            shape.append(stop - start)
+            strides.append(st)
         return NkiTensor._view(self, shape, strides, offset)
 
     def __setitem__(self, key, value):
@@ -464,12 +502,12 @@ class NkiTensor(TensorBase):
                     f"partition performs the same access"
                 )
         off = base.offset if offset is None else base.offset + int(offset)
-        shape = tuple(n for _, n in pattern)
-        strides = tuple(s for s, _ in pattern)
         if scalar_offset is not None or vector_offset is not None:
             return self._indirect_ap(
                 base, pattern, off, scalar_offset, vector_offset, int(indirect_dim)
             )
+        shape = tuple(n for _, n in pattern)
+        strides = tuple(s for s, _ in pattern)
         hi = off + sum((n - 1) * s for s, n in pattern if s > 0)
         lo = off + sum((n - 1) * s for s, n in pattern if s < 0)
         if lo < 0 or hi >= base.flat.numel():

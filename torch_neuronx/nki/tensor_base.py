@@ -23,7 +23,7 @@ def register_language(**functions: Callable) -> None:
 
 
 class TensorBase:
-    """What NkiTensor and IndexedTensor share: metadata and the arithmetic operators."""
+    """What NKI's tensor classes share: metadata and the arithmetic operators."""
 
     __slots__ = ()
 
@@ -101,3 +101,22 @@ class TensorBase:
 
     def __abs__(self):
         return LANGUAGE["abs"](self)
+
+
+class BaseView(TensorBase):
+    """A view defined over another NKI tensor, ``base`` (indexed and dynamic views): its
+    elements live in ``base``'s storage, with ``base``'s dtype and name."""
+
+    __slots__ = ()
+
+    @property
+    def storage(self):
+        return self.base.storage
+
+    @property
+    def dtype(self):
+        return self.base.dtype
+
+    @property
+    def name(self):
+        return self.base.name

@@ -41,7 +41,7 @@ def dma_copy(
     ex = execution.begin("dma_copy")
     operand(ex, "dma_copy", "dst", dst, DMA_OK, write=True)
     operand(ex, "dma_copy", "src", src, DMA_OK)
-    if dst.size != src.size:
+    if dst.shape != src.shape and dst.size != src.size:
         fail(
             f"nisa.dma_copy: src has {src.size} elements (shape {src.shape}) but dst has "
             f"{dst.size} (shape {dst.shape}); the element counts must match"
@@ -49,9 +49,17 @@ def dma_copy(
     if mask is not None and tuple(src.shape) != tuple(dst.shape):
         fail("nisa.dma_copy: a mask needs src and dst of the same shape")
     _same_if_packed("dma_copy", dst, src)
-    dge, rows = _dge(dst, src, dge_mode)
+    static = src.__class__ is not DynamicTensor and dst.__class__ is not DynamicTensor
+    dge, rows = (None, 0) if static else _dge(dst, src, dge_mode)
     record_dma(ex, src.size * dtypes.itemsize(src.dtype), dge, rows)
     if ex.compute:
+        if static and mask is None:  # the usual DMA: a view read, a view written
+            _skip(oob_mode)
+            v = src.read()
+            if src.dtype != dst.dtype and dtypes.is_float(src.dtype) != dtypes.is_float(dst.dtype):
+                v = v.float()
+            write(dst, v)
+            return
         m = mask_of(mask, dst)
         skip = _skip(oob_mode)
         out = _direct_out(src, dst, m)
@@ -116,7 +124,9 @@ def _direct_out(src, dst, m):
     st = dst.storage
     if st.pending is not None and not dst.covers_storage():
         return None  # the rest of the tile must still get the uninitialised pattern first
-    t = dst.flat.as_strided(dst.shape, dst.strides, dst.offset)  # no fill: it is overwritten
+    t = dst._t  # the view's torch view (no fill: it is overwritten)
+    if t is None:
+        t = dst._t = dst.flat.as_strided(dst.shape, dst.strides, dst.offset)
     return t if t.is_contiguous() else None
 
 
@@ -251,7 +261,14 @@ def memset(dst, value, engine=engine.unknown, name=None, mask=None):
         # (not dst.tensor: reading that property fills a new tile's uninitialised pattern, a
         # wasted pass over memory the memset overwrites)
         if m is None and dst.__class__ is NkiTensor:
-            dst.overwrite_view().fill_(value)  # every element written: no pattern under it
+            st = dst.storage
+            if st.shape is not None and dst.flat is st.flat and dst.covers_storage():
+                # the whole tile: the value is written as a pending fill is, at the first
+                # access that is not a full overwrite (a memset before a gather or DMA that
+                # writes every element costs no pass over memory)
+                st.pending, st.cover = value, None
+            else:
+                dst.overwrite_view().fill_(value)  # every element written: no pattern under it
         else:
             dst.write(torch.full(dst.shape, value, dtype=dtypes.storage_dtype(dst.dtype)), m)
 
