@@ -177,7 +177,25 @@ class _MGrid:
             shape = [1] * n
             shape[d] = t.numel()
             out.append(Idx(t.reshape(shape)))
-        return tuple(out) if n > 1 else out[0]
+        return _Grid(out) if n > 1 else out[0]
+
+
+class _Grid(tuple):
+    """``nl.mgrid[...]`` with several axes: unpacks as a tuple, and names its axes as the
+    pre-0.2 language did (``g.p`` the partition axis, ``g.x``, ``g.y``, ``g.z`` the free ones;
+    e.g. ``i = nl.mgrid[0:128, 0:512]; t[i.p, i.x]``)."""
+
+    __slots__ = ()
+
+    def _axis(self, k, name):
+        if k >= len(self):
+            fail(f"nl.mgrid: .{name} names axis {k}, the grid has {len(self)} axes")
+        return self[k]
+
+    p = property(lambda self: self._axis(0, "p"))
+    x = property(lambda self: self._axis(1, "x"))
+    y = property(lambda self: self._axis(2, "y"))
+    z = property(lambda self: self._axis(3, "z"))
 
 
 mgrid = _MGrid()
