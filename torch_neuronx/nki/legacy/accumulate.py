@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from .. import execution
 from ..alloc import touch
+from ..indexed import IndexedTensor
 from ..isa_common import f32, write
 from ..numpy_names import legacy_active
 from ..storage import MemoryRegion
@@ -29,6 +30,19 @@ def note_matmul(out: NkiTensor) -> NkiTensor:
     return out
 
 
+def _psum_shape(view):
+    """(partitions, free size) of a PSUM destination of ``+=``: a view, or an ``nl.arange``
+    index expression on a PSUM tile (``psum[ip, jf] += nisa.nc_matmul(...)``); else None."""
+    if isinstance(view, NkiTensor) and view.buffer is MemoryRegion.psum:
+        return view.partitions, view.free_size
+    if isinstance(view, IndexedTensor) and view.base.buffer is MemoryRegion.psum:
+        free = 1
+        for s in view.shape[1:]:
+            free *= s
+        return view.shape[0], free
+    return None
+
+
 def _iadd(view, value):
     ex = execution.current_or_none()
     fresh = (
@@ -36,10 +50,7 @@ def _iadd(view, value):
         and legacy_active()
         and value is _last["tile"]
         and ex.counter == _last["counter"]
-        and isinstance(view, NkiTensor)
-        and view.buffer is MemoryRegion.psum
-        and view.partitions == value.partitions
-        and view.free_size == value.free_size
+        and _psum_shape(view) == (value.partitions, value.free_size)
     )
     if not fresh:
         return LANGUAGE["add"](view, value)

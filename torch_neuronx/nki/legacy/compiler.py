@@ -177,6 +177,8 @@ class _Decorated:
         if isinstance(kernel, _Decorated):
             flags = {**kernel.flags, **flags}
             kernel = kernel.kernel
+        elif isinstance(getattr(kernel, "kernel", None), Kernel):
+            pass  # a launch decorator (nki.baremetal/benchmark/profile): launched as it is
         elif not isinstance(kernel, Kernel):
             if not callable(kernel):
                 raise NkiValidationError(f"expected an NKI kernel, got {type(kernel).__name__}")
@@ -184,11 +186,12 @@ class _Decorated:
         self.kernel = kernel
         self.flags = flags
         self.grid = grid
-        self.__name__ = kernel.__name__
+        self.__name__ = getattr(kernel, "__name__", None) or kernel.kernel.__name__
 
     @property
     def last_report(self):
-        return self.kernel.last_report
+        inner = self.kernel if isinstance(self.kernel, Kernel) else self.kernel.kernel
+        return inner.last_report
 
     def __getitem__(self, grid):
         return _Decorated(self.kernel, self.flags, grid)
