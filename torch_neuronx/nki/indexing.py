@@ -8,6 +8,8 @@ broadcasting, evaluated once per instruction (vectorised).
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 
 from .errors import fail
@@ -68,8 +70,8 @@ def _mask(o):
 def _val(o):
     if isinstance(o, Idx):
         return o.t
-    if isinstance(o, int):
-        return o
+    if isinstance(o, numbers.Integral):  # NumPy integers too (a bound computed with NumPy)
+        return int(o)
     fail(f"index expressions combine with integers and other index expressions, not {o!r}")
 
 

@@ -55,10 +55,16 @@ def _iadd(view, value):
     if not fresh:
         return LANGUAGE["add"](view, value)
     _last["tile"] = None
-    if view.storage.rec is not None:
+    rec = view.storage.rec
+    # the first matmul into a PSUM tile nothing has touched yet starts the accumulation (the
+    # compiler clears the accumulate flag): it writes, as onto zeros (AWS's attention tutorial
+    # attn_fwd_v8a accumulates into an nl.ndarray PSUM tile, not nl.zeros)
+    untouched = rec is not None and rec.first < 0
+    if rec is not None:
         touch(ex, view.storage)
     if ex.compute:
-        write(view, f32(view) + f32(value).reshape(view.shape))
+        v = f32(value).reshape(view.shape)
+        write(view, v if untouched else f32(view) + v)
     return view
 
 
