@@ -128,7 +128,7 @@ class PsumBlocks(BlockTensor):
         self.blocks, self.tile, self.dt, self.name = tuple(blocks), tuple(tile), dtype, name
         self.fill = None  # a value every block starts with (nl.zeros / ones / full)
         self.tiles = {}
-        self.make = make  # (tile shape, dtype, name, fill or None) -> a new PSUM tile
+        self.make = make  # (block index, tile shape, dtype, name, fill or None) -> a PSUM tile
 
     @property
     def shape(self):
@@ -167,7 +167,7 @@ class PsumBlocks(BlockTensor):
         b = tuple(int(i) for i in idx)
         t = self.tiles.get(b)
         if t is None:
-            t = self.tiles[b] = self.make(self.tile, self.dt, self.name, self.fill)
+            t = self.tiles[b] = self.make(b, self.tile, self.dt, self.name, self.fill)
         return t, key[self.nblock :]
 
     def __getitem__(self, key):

@@ -52,9 +52,16 @@ def ndarray(shape, dtype, buffer=None, name: str = "", **kwargs):
                 "nl.ndarray(address=...) places one tile; a tensor with block dims places its "
                 "blocks with buffer=ncc.sbuf.alloc(...) / mod_alloc(...) (neuronxcc.nki.compiler)"
             )
-        if _MR(getattr(buffer, "value", buffer)) is psum and direct is None:
-            # PSUM blocks are separate tiles with their own live ranges (blocks.PsumBlocks)
-            return PsumBlocks(blocks, tile, _dt.normalize(dtype), name, _psum_tile)
+        if _MR(getattr(buffer, "value", buffer)) is psum:
+            # PSUM blocks are separate tiles with their own live ranges (blocks.PsumBlocks);
+            # directly allocated (ncc.psum.mod_alloc ...), each block is placed where its
+            # allocation function says
+            dt = _dt.normalize(dtype)
+            places = None
+            if direct is not None:
+                block_bytes = _math.prod(tile[1:]) * _dt.itemsize(dt)
+                places = direct.places(_execution.current(), blocks, tile[0], block_bytes)
+            return PsumBlocks(blocks, tile, dt, name, _psum_maker(blocks, places))
         # (B..., P, F...) is stored as NKI 0.2+'s replacement (P, B..., F...)
         under = _alloc((tile[0],) + blocks + tile[1:], dtype, buffer, name)
         t = BlockTensor(under, len(blocks))
@@ -66,11 +73,21 @@ def ndarray(shape, dtype, buffer=None, name: str = "", **kwargs):
     return t
 
 
-def _psum_tile(shape, dtype, name, fill):
-    t = _alloc(shape, dtype, psum, name)
-    if fill is not None:
-        _isa_new.memset(dst=t, value=fill)
-    return t
+def _psum_maker(blocks, places):
+    """Allocates one block of a PSUM tensor with block dims (blocks.PsumBlocks)."""
+
+    def make(b, shape, dtype, name, fill):
+        t = _alloc(shape, dtype, psum, name)
+        if places is not None:
+            i = 0
+            for k, n in zip(b, blocks, strict=True):
+                i = i * n + k
+            _placement.attach(t.storage, [places[i]], _math.prod(shape[1:]) * _dt.itemsize(dtype))
+        if fill is not None:
+            _isa_new.memset(dst=t, value=fill)
+        return t
+
+    return make
 
 
 def _filled(shape, value, dtype, buffer, name):
