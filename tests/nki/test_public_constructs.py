@@ -218,3 +218,18 @@ def test_compiler_decorator_over_baremetal_and_mod_alloc_without_blocks():
     with pytest.warns(UserWarning, match="save_neff_name"):
         got = k(x)
     np.testing.assert_array_equal(got, x)
+
+
+def test_iota_of_an_mgrid_expression_spans_the_grid():
+    # NKI's mgrid is dense: iota(3 * g.y + g.z) over a 4-axis grid is a tile of the grid's shape
+    @lnki.jit
+    def k():
+        out = nl.ndarray((8, 5, 3, 3), dtype=np.int32, buffer=nl.shared_hbm)
+        g = lnl.mgrid[0:8, 0:5, 0:3, 0:3]
+        t = lisa.iota(3 * g.y + g.z, dtype=np.int32)
+        assert t.shape == (8, 5, 3, 3)
+        lnl.store(out, value=t)
+        return out
+
+    want = (3 * torch.arange(3)[:, None] + torch.arange(3)[None, :]).expand(8, 5, 3, 3)
+    assert torch.equal(k().cpu(), want.to(torch.int32))

@@ -393,6 +393,10 @@ def iota(expr, dtype, mask=None):
     shape = tuple(int(s) for s in expr.shape) if isinstance(expr, Idx) else None
     if shape is None:
         _grid(expr, (), "expr", "iota")
+    if expr.grid is not None and len(expr.grid) >= len(shape):
+        # an expression of an nl.mgrid spans the whole (dense) grid: ``nisa.iota(3 * g.y +
+        # g.z)`` is a tile of the grid's shape (AWS's select_and_scatter kernel)
+        shape = tuple(int(s) for s in torch.broadcast_shapes(shape, expr.grid))
     if len(shape) < 2:
         shape = (1,) * (2 - len(shape)) + shape
     out = _out(shape, dtype)
