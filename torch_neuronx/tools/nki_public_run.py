@@ -452,23 +452,23 @@ def _rope_hf(load):
 C = Case
 TRN3 = "trn3.3xlarge"  # the MX tutorial's kernels are @nki.jit(platform_target="trn3")
 CASES: list[Case] = [
-    C("tut.tensor_add", "nki-samples", f"{TUT}/tensor_addition/tensor_addition_nki_kernels.py",
+    C("tut.tensor_add", "nki-samples@6905a68", f"{TUT}/tensor_addition/tensor_addition_nki_kernels.py",
       "nki_tensor_add_kernel_ (via nki_tensor_add)", "old",
       _tensor_add(f"{TUT}/tensor_addition/tensor_addition_nki_kernels.py", "nki_tensor_add"), "runner (a + b)"),
-    C("tut.spmd_tensor_add", "nki-samples", f"{TUT}/tensor_addition/spmd_tensor_addition_nki_kernels.py",
+    C("tut.spmd_tensor_add", "nki-samples@6905a68", f"{TUT}/tensor_addition/spmd_tensor_addition_nki_kernels.py",
       "nki_tensor_add_kernel_ (via nki_tensor_add)", "old",
       _tensor_add(f"{TUT}/tensor_addition/spmd_tensor_addition_nki_kernels.py", "nki_tensor_add"), "runner (a + b)"),
-    C("tut.spmd_nc2_tensor_add", "nki-samples",
+    C("tut.spmd_nc2_tensor_add", "nki-samples@6905a68",
       f"{TUT}/tensor_addition/spmd_multiple_nc_tensor_addition_nki_kernels.py",
       "nki_tensor_add_kernel_ (via nki_tensor_add_nc2)", "old",
       _tensor_add(f"{TUT}/tensor_addition/spmd_multiple_nc_tensor_addition_nki_kernels.py", "nki_tensor_add_nc2"),
       "runner (a + b)"),
-    C("tut.transpose2d", "nki-samples", f"{TUT}/transpose2d/transpose2d_nki_kernels.py",
+    C("tut.transpose2d", "nki-samples@6905a68", f"{TUT}/transpose2d/transpose2d_nki_kernels.py",
       "tensor_transpose2D_kernel_", "old", _transpose2d, "transpose2d_torch.py (same expression)"),
-    C("tut.avgpool2d", "nki-samples", f"{TUT}/average_pool2d/average_pool2d_nki_kernels.py",
+    C("tut.avgpool2d", "nki-samples@6905a68", f"{TUT}/average_pool2d/average_pool2d_nki_kernels.py",
       "tensor_avgpool_kernel", "old", _avgpool, "torch avg_pool2d"),
     *[
-        C(f"tut.matmul.{fn}", "nki-samples", f"{TUT}/matrix_multiplication/matrix_multiplication_nki_kernels.py",
+        C(f"tut.matmul.{fn}", "nki-samples@6905a68", f"{TUT}/matrix_multiplication/matrix_multiplication_nki_kernels.py",
           f"nki_matmul_{fn}_", "0.2+", _matmul(f"nki_matmul_{fn}_", *shape), "runner (lhs @ rhs)")
         for fn, shape in [
             ("basic", (64, 128, 512)),
@@ -479,20 +479,20 @@ CASES: list[Case] = [
         ]
     ],
     *[
-        C(f"tut.mamba_{v}", "nki-samples", f"{TUT}/fused_mamba/mamba_nki_kernels.py", f"mamba_{v}", "old",
+        C(f"tut.mamba_{v}", "nki-samples@6905a68", f"{TUT}/fused_mamba/mamba_nki_kernels.py", f"mamba_{v}", "old",
           _mamba(f"mamba_{v}"), "runner (mamba_torch.py's recurrence; that file needs torch_xla)")
         for v in ("v1", "v2", "v3")
     ],
     *[
-        C(f"tut.attn_fwd_{v}", "nki-samples", f"{TUT}/attention_fwd_performance/attention_kernels.py",
+        C(f"tut.attn_fwd_{v}", "nki-samples@6905a68", f"{TUT}/attention_fwd_performance/attention_kernels.py",
           f"attn_fwd_{v}", "old", _attn_tutorial(f"attn_fwd_{v}", 128 if v in ("v1", "v2") else 1024),
           "test_attention.py numpy_attention (same math, torch)")
         for v in ("v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v8a", "v9", "v10", "v11")
     ],
-    C("tut.mx_copy_strided_tensor_copy", "nki-samples", f"{TUT}/mxfp-matmul/mx_kernels.py",
+    C("tut.mx_copy_strided_tensor_copy", "nki-samples@6905a68", f"{TUT}/mxfp-matmul/mx_kernels.py",
       "kernel_copy_strided_quantize_matmul_mx (use_tensor_copy=True)", "0.2+", _mx_copy_strided(True),
       "mx_toplevel.py (st.T @ mv)", TRN3),
-    C("tut.mx_copy_strided_dma", "nki-samples", f"{TUT}/mxfp-matmul/mx_kernels.py",
+    C("tut.mx_copy_strided_dma", "nki-samples@6905a68", f"{TUT}/mxfp-matmul/mx_kernels.py",
       "kernel_copy_strided_quantize_matmul_mx (use_tensor_copy=False)", "0.2+", _mx_copy_strided(False),
       "mx_toplevel.py (st.T @ mv)", TRN3),
     C("ref.flash_fwd", "nki-samples@8370e11", f"{REF}/attention.py", "flash_fwd", "old", _flash_fwd,
@@ -516,11 +516,11 @@ CASES: list[Case] = [
       _resize_nearest, "test_resize_nearest.py cpu_golden_result"),
     C("ref.adaptive_avg_pool2d", "nki-samples@8370e11", f"{REF}/vision.py", "adaptive_avg_pool2d_kernel", "old",
       _adaptive_avg_pool, "test_adaptive_avg_pool2d.py cpu_golden_result_numpy"),
-    C("lib.cumsum", "nki-library", f"{LIB}/cumsum/cumsum.py", "cumsum", "0.2+", _cumsum, "cumsum_torch.py"),
-    C("lib.cascaded_max", "nki-library", f"{LIB}/max/cascaded_max.py", "cascaded_max", "0.2+", _cascaded_max,
+    C("lib.cumsum", "nki-library@d2ad3a5", f"{LIB}/cumsum/cumsum.py", "cumsum", "0.2+", _cumsum, "cumsum_torch.py"),
+    C("lib.cascaded_max", "nki-library@d2ad3a5", f"{LIB}/max/cascaded_max.py", "cascaded_max", "0.2+", _cascaded_max,
       "cascaded_max_torch.py"),
-    C("lib.rope", "nki-library", f"{LIB}/embeddings/rope.py", "RoPE", "0.2+", _rope, "rope_torch.py"),
-    C("lib.rope_hf", "nki-library", f"{LIB}/embeddings/rope_hf.py", "rope_hf", "0.2+", _rope_hf,
+    C("lib.rope", "nki-library@d2ad3a5", f"{LIB}/embeddings/rope.py", "RoPE", "0.2+", _rope, "rope_torch.py"),
+    C("lib.rope_hf", "nki-library@d2ad3a5", f"{LIB}/embeddings/rope_hf.py", "rope_hf", "0.2+", _rope_hf,
       "rope_hf_torch.py"),
 ]  # fmt: skip
 
@@ -604,6 +604,7 @@ def main(argv=None) -> int:
     p.add_argument("--json", help="write the records here")
     p.add_argument("--list", action="store_true", help="list the collection and exit")
     p.add_argument("--exact", action="store_true", help="--only names whole ids")
+    p.add_argument("--markdown", action="store_true", help="print the docs/nki.md table too")
     a = p.parse_args(argv)
     if a.list:
         for c in CASES:
@@ -631,7 +632,28 @@ def main(argv=None) -> int:
     if a.json:
         with open(a.json, "w") as f:
             json.dump(recs, f, indent=1)
+    if a.markdown:
+        print(markdown(recs))
     return 0
+
+
+def markdown(recs) -> str:
+    """The per-kernel table of docs/nki.md ("Public kernels, measured")."""
+    by_id = {c.id: c for c in CASES}
+    lines = [
+        "| # | source | file | kernel | API | reference | outcome |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for n, r in enumerate(recs, 1):
+        c = by_id[r["id"]]
+        path = c.path.split("/", 1)[1]
+        out = r["outcome"]
+        if out != "match":
+            out += ": " + r["detail"].split("\n")[0].replace("|", "/")[:160]
+        lines.append(
+            f"| {n} | {c.repo} | `{path}` | `{c.kernel}` | {c.api} | {c.reference} | {out} |"
+        )
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
