@@ -8,6 +8,8 @@ broadcasting, evaluated once per instruction (vectorised).
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 
 from .errors import fail
@@ -68,22 +70,29 @@ def _mask(o):
 def _val(o):
     if isinstance(o, Idx):
         return o.t
-    if isinstance(o, int):
-        return o
+    if isinstance(o, numbers.Integral):  # NumPy integers too (a bound computed with NumPy)
+        return int(o)
     fail(f"index expressions combine with integers and other index expressions, not {o!r}")
 
 
 class Idx:
     """An affine index expression (integer tensor with numpy broadcasting)."""
 
-    __slots__ = ("t",)
+    __slots__ = ("t", "grid")
 
-    def __init__(self, t: torch.Tensor):
+    def __init__(self, t: torch.Tensor, grid=None):
         self.t = t
+        # the full shape of the nl.mgrid this expression comes from: NKI's mgrid is dense, so
+        # an expression of some of its axes (``3 * g.y + g.z``) still spans the whole grid
+        # where that matters (the old ``nisa.iota(expr)``); indexing uses the open form
+        self.grid = grid
+
+    def _new(self, t, o=None):
+        return Idx(t, self.grid if self.grid is not None else getattr(o, "grid", None))
 
     def __getitem__(self, key):  # ix[:, None] / ix[None, :]
         with host():
-            return Idx(self.t[key])
+            return self._new(self.t[key])
 
     @property
     def shape(self):
@@ -91,35 +100,35 @@ class Idx:
 
     def __add__(self, o):
         with host():
-            return Idx(self.t + _val(o))
+            return self._new(self.t + _val(o), o)
 
     __radd__ = __add__
 
     def __sub__(self, o):
         with host():
-            return Idx(self.t - _val(o))
+            return self._new(self.t - _val(o), o)
 
     def __rsub__(self, o):
         with host():
-            return Idx(_val(o) - self.t)
+            return self._new(_val(o) - self.t, o)
 
     def __mul__(self, o):
         with host():
-            return Idx(self.t * _val(o))
+            return self._new(self.t * _val(o), o)
 
     __rmul__ = __mul__
 
     def __floordiv__(self, o):
         with host():
-            return Idx(torch.div(self.t, _val(o), rounding_mode="floor"))
+            return self._new(torch.div(self.t, _val(o), rounding_mode="floor"), o)
 
     def __mod__(self, o):
         with host():
-            return Idx(torch.remainder(self.t, _val(o)))
+            return self._new(torch.remainder(self.t, _val(o)), o)
 
     def __neg__(self):
         with host():
-            return Idx(-self.t)
+            return self._new(-self.t)
 
     def __lt__(self, o):
         with host():
@@ -176,8 +185,29 @@ class _MGrid:
                 t = torch.arange(start, int(k.stop), step, dtype=torch.int64)
             shape = [1] * n
             shape[d] = t.numel()
-            out.append(Idx(t.reshape(shape)))
-        return tuple(out) if n > 1 else out[0]
+            out.append(t.reshape(shape))
+        if n == 1:
+            return Idx(out[0])
+        full = tuple(int(t.numel()) for t in out)
+        return _Grid(Idx(t, full) for t in out)
+
+
+class _Grid(tuple):
+    """``nl.mgrid[...]`` with several axes: unpacks as a tuple, and names its axes as the
+    pre-0.2 language did (``g.p`` the partition axis, ``g.x``, ``g.y``, ``g.z`` the free ones;
+    e.g. ``i = nl.mgrid[0:128, 0:512]; t[i.p, i.x]``)."""
+
+    __slots__ = ()
+
+    def _axis(self, k, name):
+        if k >= len(self):
+            fail(f"nl.mgrid: .{name} names axis {k}, the grid has {len(self)} axes")
+        return self[k]
+
+    p = property(lambda self: self._axis(0, "p"))
+    x = property(lambda self: self._axis(1, "x"))
+    y = property(lambda self: self._axis(2, "y"))
+    z = property(lambda self: self._axis(3, "z"))
 
 
 mgrid = _MGrid()

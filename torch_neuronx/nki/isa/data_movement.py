@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import torch
 
@@ -208,14 +209,16 @@ def _indirect_transpose_rules(ex, src):
 
 def tensor_copy(dst, src, engine=engine.unknown, name=None, mask=None, dtype=None):
     """Copy an on-chip tile (SBUF/PSUM) with the Vector, Scalar or GpSimd Engine, casting to
-    ``dst``'s dtype. ``dtype=`` (used by AWS's tutorials) is accepted when it names that dtype:
-    in the 0.2+ API ``dst`` alone decides the output dtype."""
+    ``dst``'s dtype. ``dtype=`` (gone from the 2.33 signature, still in AWS's tutorials) is
+    accepted and ``dst`` alone decides the output dtype: AWS's current matmul tutorial
+    (nki-samples 6905a68, ``nki_matmul_hoist_load_``) passes ``dtype=bfloat16`` with a float32
+    ``dst`` and casts on the DMA to HBM, so a differing ``dtype=`` is ignored with a warning."""
     ex = execution.begin("tensor_copy")
     if dtype is not None and dtypes.normalize(dtype) != dtypes.normalize(dst.dtype):
-        fail(
-            f"nisa.tensor_copy: dtype={dtypes.name(dtype)} differs from dst's dtype "
-            f"{dtypes.name(dst.dtype)}; allocate dst with the dtype you want (dst decides the "
-            f"output dtype)"
+        warnings.warn(
+            f"nisa.tensor_copy: dtype={dtypes.name(dtype)} ignored, dst's dtype "
+            f"{dtypes.name(dst.dtype)} decides the output dtype (NKI 0.2+)",
+            stacklevel=2,
         )
     eng = engine_name(engine, Engine.vector)
     unary_operands(ex, "tensor_copy", dst, src, "src")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 
 from .. import dtypes, execution
 from ..errors import fail
@@ -30,6 +31,10 @@ def _range(start, stop, step, registers=False):
         if None in vals:  # shapes only: the bound is data; run the body once
             return range(1)
         start, stop, step = vals
+    # NumPy integers (a bound computed with NumPy) are compile-time integers too
+    start, stop, step = (
+        int(v) if isinstance(v, numbers.Integral) else v for v in (start, stop, step)
+    )
     for v in (start, stop, step):
         if not isinstance(v, int):
             fail(

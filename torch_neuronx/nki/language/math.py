@@ -10,6 +10,7 @@ dim is a physical copy and needs ``nl.broadcast_to``.
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 
@@ -32,7 +33,8 @@ def _tile(x) -> bool:
 
 
 def _num(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) or isinstance(x, bool)
+    # Python and NumPy scalars (``np.int32(64)``, a size computed with NumPy)
+    return isinstance(x, numbers.Real)
 
 
 def _result_dtype(op, a, b, dtype):
@@ -109,6 +111,8 @@ def _binary(op, x, y, dtype=None, mask=None, **kwargs):
     _on_chip(tile, name)
     if not _num(scalar):
         fail(f"nl.{name}: operand {scalar!r} is neither a tile nor a number")
+    if not isinstance(scalar, (int, float)):
+        scalar = scalar.item()  # a NumPy scalar
     out = _alloc(tile.shape, out_dtype, sbuf)
     isa.tensor_scalar(dst=out, data=tile, op0=op, operand0=scalar, reverse0=rev, mask=mask)
     return out

@@ -10,6 +10,7 @@ from ..alloc import ndarray as _alloc
 from ..dynamic import DynamicTensor
 from ..errors import fail
 from ..indexed import IndexedTensor
+from ..numpy_names import legacy_active
 from ..storage import MemoryRegion
 from ..tensor import NkiTensor
 from ..tensor_base import register_language
@@ -23,6 +24,11 @@ _VIEWS = (NkiTensor, IndexedTensor, DynamicTensor)
 
 def _tile_shape(src) -> tuple:
     shape = tuple(src.shape)
+    if len(shape) == 1 and legacy_active():
+        # the pre-0.2 language loads a 1-D view (``A[c0:c1, j]``, an integer index dropping
+        # the free dim) as a partition-only tile, used as a per-partition column (AWS's Fused
+        # Mamba tutorial: ``nisa.activation(..., scale=nl.load(A[c0:c1, i_state]))``)
+        return (shape[0], 1)
     if len(shape) < 2:
         fail(
             f"nl.load of a {len(shape)}-D view {shape}: on-chip tiles are at least 2-D "

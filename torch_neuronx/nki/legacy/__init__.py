@@ -26,7 +26,7 @@ import functools
 import importlib.util
 import sys
 
-from .. import launch_tools, running
+from .. import launch_tools, running, typing
 from ..errors import (  # noqa: F401
     NkiError,
     NkiUnsupportedError,
@@ -46,6 +46,7 @@ __all__ = [
     "language",
     "isa",
     "compiler",
+    "typing",
     "last_report",
 ]
 
@@ -101,3 +102,5 @@ def install_as_neuronxcc() -> None:
     sys.modules["neuronxcc.nki.language"] = language
     sys.modules["neuronxcc.nki.isa"] = isa
     sys.modules["neuronxcc.nki.compiler"] = compiler
+    # annotations only (`import neuronxcc.nki.typing as nt`, `nt.tensor[shape, dtype]`)
+    sys.modules["neuronxcc.nki.typing"] = typing

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from .. import execution
 from ..alloc import touch
+from ..indexed import IndexedTensor
 from ..isa_common import f32, write
 from ..numpy_names import legacy_active
 from ..storage import MemoryRegion
@@ -29,6 +30,19 @@ def note_matmul(out: NkiTensor) -> NkiTensor:
     return out
 
 
+def _psum_shape(view):
+    """(partitions, free size) of a PSUM destination of ``+=``: a view, or an ``nl.arange``
+    index expression on a PSUM tile (``psum[ip, jf] += nisa.nc_matmul(...)``); else None."""
+    if isinstance(view, NkiTensor) and view.buffer is MemoryRegion.psum:
+        return view.partitions, view.free_size
+    if isinstance(view, IndexedTensor) and view.base.buffer is MemoryRegion.psum:
+        free = 1
+        for s in view.shape[1:]:
+            free *= s
+        return view.shape[0], free
+    return None
+
+
 def _iadd(view, value):
     ex = execution.current_or_none()
     fresh = (
@@ -36,18 +50,21 @@ def _iadd(view, value):
         and legacy_active()
         and value is _last["tile"]
         and ex.counter == _last["counter"]
-        and isinstance(view, NkiTensor)
-        and view.buffer is MemoryRegion.psum
-        and view.partitions == value.partitions
-        and view.free_size == value.free_size
+        and _psum_shape(view) == (value.partitions, value.free_size)
     )
     if not fresh:
         return LANGUAGE["add"](view, value)
     _last["tile"] = None
-    if view.storage.rec is not None:
+    rec = view.storage.rec
+    # the first matmul into a PSUM tile nothing has touched yet starts the accumulation (the
+    # compiler clears the accumulate flag): it writes, as onto zeros (AWS's attention tutorial
+    # attn_fwd_v8a accumulates into an nl.ndarray PSUM tile, not nl.zeros)
+    untouched = rec is not None and rec.first < 0
+    if rec is not None:
         touch(ex, view.storage)
     if ex.compute:
-        write(view, f32(view) + f32(value).reshape(view.shape))
+        v = f32(value).reshape(view.shape)
+        write(view, v if untouched else f32(view) + v)
     return view
 
 

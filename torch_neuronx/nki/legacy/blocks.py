@@ -110,3 +110,66 @@ class BlockTensor:
         self._whole("arithmetic")
 
     __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __add__
+
+
+class PsumBlocks(BlockTensor):
+    """A PSUM tensor with block dims whose blocks are separate tiles, each allocated when it is
+    first used (so each has its own live range, and the PSUM banks it takes are counted only
+    while it is alive). The old compiler allocated a PSUM tensor's blocks this way: AWS's
+    attention tutorial declares ``(seqlen_q // 128, seqlen_kv // 512, par_dim(128), 512)``
+    float32 PSUM tensors, far more than PSUM's 8 banks, of which one block per loop iteration
+    is alive. Only whole blocks are addressed (``t[i, j]``, ``t[i, j, ip, jf]``)."""
+
+    __slots__ = ("blocks", "tile", "dt", "name", "fill", "tiles", "make")
+
+    def __init__(self, blocks, tile, dtype, name, make):
+        self.under = None
+        self.nblock = len(blocks)
+        self.blocks, self.tile, self.dt, self.name = tuple(blocks), tuple(tile), dtype, name
+        self.fill = None  # a value every block starts with (nl.zeros / ones / full)
+        self.tiles = {}
+        self.make = make  # (block index, tile shape, dtype, name, fill or None) -> a PSUM tile
+
+    @property
+    def shape(self):
+        return self.blocks + self.tile
+
+    @property
+    def dtype(self):
+        return self.dt
+
+    @property
+    def buffer(self):
+        from ..storage import MemoryRegion
+
+        return MemoryRegion.psum
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"PsumBlocks(shape={self.shape}, {len(self.tiles)} block(s) allocated)"
+
+    def _block(self, key):
+        if not isinstance(key, tuple):
+            key = (key,)
+        idx = key[: self.nblock]
+        if len(idx) < self.nblock or not all(hasattr(b, "__index__") for b in idx):
+            fail(
+                f"PSUM tensor with block dims {self.shape}: index every block dim with an "
+                f"integer (t[b...] or t[b..., ...]); slices or expressions over its blocks are "
+                f"not simulated (each block is its own PSUM tile): {_REPLACE}"
+            )
+        for d, (b, n) in enumerate(zip(idx, self.blocks, strict=True)):
+            if not 0 <= int(b) < n:
+                fail(f"block index {int(b)} out of range for block dim {d} of size {n}")
+        b = tuple(int(i) for i in idx)
+        t = self.tiles.get(b)
+        if t is None:
+            t = self.tiles[b] = self.make(b, self.tile, self.dt, self.name, self.fill)
+        return t, key[self.nblock :]
+
+    def __getitem__(self, key):
+        t, rest = self._block(key)
+        return t[rest] if rest else t

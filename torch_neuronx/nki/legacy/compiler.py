@@ -21,6 +21,7 @@ decorators ``skip_middle_end_transformations``, ``enable_stack_allocator``,
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 from .. import running
@@ -86,7 +87,15 @@ def _modulo(base, tiles, scale, api, name):
     """AWS's ``modulo_allocate_func``: ``base + linear(idx % tiles) * scale`` (tiles () is all 1)."""
 
     def f(idx):
+        if not idx:
+            # a tensor without block dims is one block, at base; AWS's attention tutorial
+            # (attn_fwd_v9) reserves num_free_tiles=(n,) buffers for such (P, n, F) tensors
+            return base
         shape = tuple(tiles) or (1,) * len(idx)
+        if len(shape) != len(idx) and all(int(s) == 1 for s in shape):
+            # one tile per axis places every block at base, as () does; AWS's attention
+            # tutorial (attn_fwd_v9) passes num_free_tiles=(1,) for tensors without block dims
+            shape = (1,) * len(idx)
         if len(shape) != len(idx):
             fail(
                 f"ncc.{api}: {name} has {len(shape)} entries but the tensor has {len(idx)} block "
@@ -177,6 +186,8 @@ class _Decorated:
         if isinstance(kernel, _Decorated):
             flags = {**kernel.flags, **flags}
             kernel = kernel.kernel
+        elif isinstance(getattr(kernel, "kernel", None), Kernel):
+            pass  # a launch decorator (nki.baremetal/benchmark/profile): launched as it is
         elif not isinstance(kernel, Kernel):
             if not callable(kernel):
                 raise NkiValidationError(f"expected an NKI kernel, got {type(kernel).__name__}")
@@ -184,11 +195,12 @@ class _Decorated:
         self.kernel = kernel
         self.flags = flags
         self.grid = grid
-        self.__name__ = kernel.__name__
+        self.__name__ = getattr(kernel, "__name__", None) or kernel.kernel.__name__
 
     @property
     def last_report(self):
-        return self.kernel.last_report
+        inner = self.kernel if isinstance(self.kernel, Kernel) else self.kernel.kernel
+        return inner.last_report
 
     def __getitem__(self, grid):
         return _Decorated(self.kernel, self.flags, grid)
@@ -234,3 +246,10 @@ def force_auto_alloc(func=None):
     """The kernel's direct allocations (``ncc.sbuf.alloc`` ...) are ignored: automatic
     placement."""
     return _decorator(func, "force_auto_alloc")
+
+
+@contextlib.contextmanager
+def no_reorder():
+    """``with ncc.no_reorder():`` / ``directives=ncc.no_reorder()``: keep program order. The
+    simulator runs every instruction in program order, so this changes nothing."""
+    yield

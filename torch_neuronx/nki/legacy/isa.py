@@ -39,6 +39,13 @@ from .blocks import BlockTensor
 
 SBUF, PSUM = MemoryRegion.sbuf, MemoryRegion.psum
 
+# the old module-level engine names (``engine=nisa.vector_engine``), the 0.2+ ``nisa.engine``
+vector_engine = engine.vector
+scalar_engine = engine.scalar
+gpsimd_engine = engine.gpsimd
+tensor_engine = engine.tensor
+unknown_engine = engine.unknown
+
 
 def _tile(x, role):
     if isinstance(x, BlockTensor):
@@ -296,6 +303,30 @@ def scalar_tensor_tensor(
     return out
 
 
+def tensor_scalar_reduce(
+    data, op0, operand0, reduce_op, reduce_res, reverse0=False, dtype=None, mask=None
+):
+    """``(data op0 operand0)`` as a new tile, its ``reduce_op`` along the free axis into
+    ``reduce_res`` (old form of ``nisa.tensor_scalar_reduce``)."""
+    data = _tile(data, "data")
+    if mask is not None:
+        raise NkiUnsupportedError(
+            "nisa.tensor_scalar_reduce(mask=...) is not simulated; slice data and reduce_res to "
+            "the masked rectangle instead"
+        )
+    out = _out(data.shape, dtype, data)
+    _isa.tensor_scalar_reduce(
+        dst=out,
+        data=data,
+        op0=op0,
+        operand0=operand0,
+        reduce_op=reduce_op,
+        reduce_res=reduce_res,
+        reverse0=reverse0,
+    )
+    return out
+
+
 def tensor_copy(src, mask=None, dtype=None, engine=engine.unknown):
     src = _tile(src, "src")
     out = _out(src.shape, dtype, src)
@@ -362,6 +393,10 @@ def iota(expr, dtype, mask=None):
     shape = tuple(int(s) for s in expr.shape) if isinstance(expr, Idx) else None
     if shape is None:
         _grid(expr, (), "expr", "iota")
+    if expr.grid is not None and len(expr.grid) >= len(shape):
+        # an expression of an nl.mgrid spans the whole (dense) grid: ``nisa.iota(3 * g.y +
+        # g.z)`` is a tile of the grid's shape (AWS's select_and_scatter kernel)
+        shape = tuple(int(s) for s in torch.broadcast_shapes(shape, expr.grid))
     if len(shape) < 2:
         shape = (1,) * (2 - len(shape)) + shape
     out = _out(shape, dtype)

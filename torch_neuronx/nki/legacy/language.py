@@ -30,7 +30,7 @@ from ..storage import MemoryRegion as _MR
 from . import compiler as _ncc
 from . import isa as _lisa
 from .accumulate import note_matmul
-from .blocks import BlockTensor, par_dim, split_shape
+from .blocks import BlockTensor, PsumBlocks, par_dim, split_shape
 from .loop_reduce import loop_reduce  # noqa: F401 - nl.loop_reduce
 
 __all__ = ["par_dim", "BlockTensor"]  # plus everything of nki.language (star-imported)
@@ -52,6 +52,16 @@ def ndarray(shape, dtype, buffer=None, name: str = "", **kwargs):
                 "nl.ndarray(address=...) places one tile; a tensor with block dims places its "
                 "blocks with buffer=ncc.sbuf.alloc(...) / mod_alloc(...) (neuronxcc.nki.compiler)"
             )
+        if _MR(getattr(buffer, "value", buffer)) is psum:
+            # PSUM blocks are separate tiles with their own live ranges (blocks.PsumBlocks);
+            # directly allocated (ncc.psum.mod_alloc ...), each block is placed where its
+            # allocation function says
+            dt = _dt.normalize(dtype)
+            places = None
+            if direct is not None:
+                block_bytes = _math.prod(tile[1:]) * _dt.itemsize(dt)
+                places = direct.places(_execution.current(), blocks, tile[0], block_bytes)
+            return PsumBlocks(blocks, tile, dt, name, _psum_maker(blocks, places))
         # (B..., P, F...) is stored as NKI 0.2+'s replacement (P, B..., F...)
         under = _alloc((tile[0],) + blocks + tile[1:], dtype, buffer, name)
         t = BlockTensor(under, len(blocks))
@@ -63,8 +73,28 @@ def ndarray(shape, dtype, buffer=None, name: str = "", **kwargs):
     return t
 
 
+def _psum_maker(blocks, places):
+    """Allocates one block of a PSUM tensor with block dims (blocks.PsumBlocks)."""
+
+    def make(b, shape, dtype, name, fill):
+        t = _alloc(shape, dtype, psum, name)
+        if places is not None:
+            i = 0
+            for k, n in zip(b, blocks, strict=True):
+                i = i * n + k
+            _placement.attach(t.storage, [places[i]], _math.prod(shape[1:]) * _dt.itemsize(dtype))
+        if fill is not None:
+            _isa_new.memset(dst=t, value=fill)
+        return t
+
+    return make
+
+
 def _filled(shape, value, dtype, buffer, name):
     t = ndarray(shape, dtype, buffer=buffer, name=name)
+    if isinstance(t, PsumBlocks):
+        t.fill = value  # each block is set when it is first used
+        return t
     whole = t.under if isinstance(t, BlockTensor) else t
     if whole.buffer.on_chip:
         _isa_new.memset(dst=whole, value=value)
@@ -130,6 +160,12 @@ prod = _legacy_reduction("prod")
 
 def matmul(x, y, transpose_x=False, mask=None):
     """``nl.matmul`` (a new PSUM tile); ``psum[...] += nl.matmul(...)`` accumulates there."""
+    # the old compiler copied PSUM operands (``nl.transpose``'s result) to SBUF itself; that
+    # copy is issued here as the instruction it was (AWS's attention tutorial, attn_fwd_v1)
+    if getattr(x, "buffer", None) is _MR.psum:
+        x = _lisa.tensor_copy(x)
+    if getattr(y, "buffer", None) is _MR.psum:
+        y = _lisa.tensor_copy(y)
     return note_matmul(_nl.matmul(x, y, transpose_x=transpose_x, mask=mask))
 
 
@@ -143,6 +179,26 @@ class _Range:
         self.min, self.max, self.eps, self.tiny = info.min, info.max, info.eps, info.tiny
 
 
+def finfo(dtype) -> _Range:
+    """``nl.finfo(dtype)`` of the old language (``.min``, ``.max``, ``.eps``, ``.tiny``)."""
+    return _Range(dtype)
+
+
 fp32 = _Range(_dt.float32)
 bf16 = _Range(_dt.bfloat16)
 fp16 = _Range(_dt.float16)
+
+
+def _with_directives(rng):
+    def loop(*args, directives=None, **kwargs):
+        # ``directives=ncc.no_reorder()`` (old loop hints): the simulator keeps program order
+        return rng(*args, **kwargs)
+
+    loop.__name__ = loop.__qualname__ = rng.__name__
+    loop.__doc__ = rng.__doc__
+    return loop
+
+
+affine_range = _with_directives(_nl.affine_range)
+sequential_range = _with_directives(_nl.sequential_range)
+static_range = _with_directives(_nl.static_range)
