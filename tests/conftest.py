@@ -11,9 +11,20 @@ from torch_neuronx.testing import child
 
 # Directories whose tests share work done once per session: under xdist each is one unit of
 # work, run on one worker in its serial order. compile/ shares one NEFF cache (a graph that one
-# test compiles is a cache hit for the next), evaluate/ shares each `torch-neuronx evaluate`
-# run between its files (evaluate_support.py).
-_ONE_WORKER_DIRS = ("tests/compile/", "tests/evaluate/")
+# test compiles is a cache hit for the next).
+_ONE_WORKER_DIRS = ("tests/compile/",)
+# evaluate/ shares each `torch-neuronx evaluate` run by its key (evaluate_support.py), but only
+# these files use keys of another file ("tinygpt_eager", "raises", "interrupted",
+# "fake_raises_early"): together they are one unit; every other evaluate file runs only keys of
+# its own and is a unit of its own (one unit of all of evaluate/ was the suite's longest, a
+# floor under its wall time). A file that starts sharing a key must join this group.
+_SHARED_RUN_FILES = (
+    "tests/evaluate/test_blocking_verdict.py",
+    "tests/evaluate/test_cli_reports.py",
+    "tests/evaluate/test_html.py",
+    "tests/evaluate/test_presentation.py",
+)
+_SHARED_RUN_UNIT = "tests/evaluate/(shared runs)"
 # ... except these files, which compile only with caches of their own (child processes, or
 # directories they set themselves), so they gain nothing from the session's cache; as units of
 # their own they balance the workers (about a third of compile/'s CPU time, measured).
@@ -21,6 +32,14 @@ _OWN_CACHE_FILES = (
     "tests/compile/test_cache.py",
     "tests/compile/test_compile_hardening.py",
     "tests/compile/test_compiled_memory.py",
+)
+# Units handed out first, longest first (measured): a long unit started last would leave the
+# other worker idle at the end.
+_LONGEST_FIRST = (
+    "tests/compile/",
+    "tests/evaluate/test_public_scripts.py",
+    *_OWN_CACHE_FILES,
+    _SHARED_RUN_UNIT,
 )
 
 
@@ -46,19 +65,21 @@ def pytest_xdist_make_scheduler(config, log):
 
     class _Scheduling(LoadFileScheduling):
         def _assign_work_unit(self, node) -> None:
-            # xdist hands units out largest first by number of tests; the directory units and
-            # the own-cache files are the largest by time (measured), so they go first: a
-            # long unit started last would leave the other worker idle at the end.
+            # xdist hands units out largest first by number of tests; _LONGEST_FIRST are the
+            # largest by time, so they go first.
             if not getattr(self, "_ordered", False):
                 self._ordered = True
-                for scope in reversed((*_ONE_WORKER_DIRS, *_OWN_CACHE_FILES)):
+                for scope in reversed(_LONGEST_FIRST):
                     if scope in self.workqueue:
                         self.workqueue.move_to_end(scope, last=False)
             super()._assign_work_unit(node)
 
         def _split_scope(self, nodeid: str) -> str:
-            if nodeid.split("::", 1)[0] in _OWN_CACHE_FILES:
+            path = nodeid.split("::", 1)[0]
+            if path in _OWN_CACHE_FILES:
                 return super()._split_scope(nodeid)
+            if path in _SHARED_RUN_FILES:
+                return _SHARED_RUN_UNIT
             for directory in _ONE_WORKER_DIRS:
                 if nodeid.startswith(directory):
                     return directory

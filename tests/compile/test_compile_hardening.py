@@ -54,6 +54,16 @@ def host_cache(tmp_path_factory):
     return tmp_path_factory.mktemp("xdg")
 
 
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory, host_cache):
+    """One compile of COMPILE in a fresh cache of its own, shared by the tests that need a
+    first compile (the precompiled headers it builds, the kernels it leaves): a child less."""
+    root = tmp_path_factory.mktemp("warm")
+    env = _env(root, "warm", host_cache)
+    child.run_ok(COMPILE, env)
+    return root, env
+
+
 def _env(tmp_path, name: str, xdg, **extra) -> dict:
     """A child's environment: its own compile cache and temp directory; the host directory
     ``xdg`` is this file's (``host_cache``)."""
@@ -72,15 +82,14 @@ def _env(tmp_path, name: str, xdg, **extra) -> dict:
 
 
 @pytest.mark.skipif(not ROOT, reason="planting files as another user needs root (chown)")
-def test_header_planted_by_another_user_never_runs(tmp_path, host_cache):
-    # a first compile shows which precompiled header Inductor builds (its name is a hash of
-    # the header, the compiler and its flags, not of the directory)
-    child.run_ok(COMPILE, _env(tmp_path, "first", host_cache))
+def test_header_planted_by_another_user_never_runs(tmp_path, host_cache, warm):
+    # a first compile (``warm``) shows which precompiled header Inductor builds (its name is a
+    # hash of the header, the compiler and its flags, not of the directory)
     names = {
         os.path.basename(p)
         for pattern in (
             host_cache / "torch_neuronx" / "inductor-*" / "precompiled_headers" / "*.h",
-            tmp_path / "tmp" / "torchinductor_*" / "precompiled_headers" / "*.h",
+            warm[0] / "tmp" / "torchinductor_*" / "precompiled_headers" / "*.h",
         )
         for p in glob.glob(str(pattern))
     }
@@ -240,9 +249,10 @@ def test_inductor_directories_point_into_checked_ones(tmp_path, monkeypatch):
 # ------------------------------------------------------------------ 2. damaged kernels
 
 
-def test_truncated_kernel_without_manifest_is_rebuilt(tmp_path, host_cache):
+def test_truncated_kernel_without_manifest_is_rebuilt(tmp_path, host_cache, warm):
+    # a copy of ``warm``'s compile cache, damaged here (the fixture's stays whole)
     env = _env(tmp_path, "warm", host_cache)
-    child.run_ok(COMPILE, env)
+    shutil.copytree(warm[1]["TORCH_NEURONX_NEFF_CACHE_DIR"], env["TORCH_NEURONX_NEFF_CACHE_DIR"])
     base = env["TORCH_NEURONX_NEFF_CACHE_DIR"]
     kernels = glob.glob(os.path.join(base, "compile-*", "inductor", "**", "*.so"), recursive=True)
     assert kernels

@@ -28,7 +28,7 @@ def _gpt_script(device, *, compiled, dropout, steps=4, eval_every=2):
     """nanoGPT's train.py loop: model and AdamW built on CPU, then ``model.to(device)``;
     a cosine-ish learning rate set on the param groups every step; clip_grad_norm_; an
     ``estimate_loss`` under ``model.eval()`` + ``no_grad`` every ``eval_every`` steps."""
-    cfg = GPTConfig(vocab_size=32, seq_len=8, d_model=16, n_heads=2, n_layers=2, dropout=dropout)
+    cfg = GPTConfig(vocab_size=32, seq_len=8, d_model=16, n_heads=2, n_layers=1, dropout=dropout)
     torch.manual_seed(1337)
     model = TinyGPT(cfg, seed=0)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2, betas=(0.9, 0.95), weight_decay=0.1)
@@ -231,7 +231,7 @@ def test_gpt_script_with_autocast_and_accumulation_compiles_two_graphs(device):
     no_grad), no other recompile, no graph break: per-step host work stays what eager does."""
     from torch._dynamo.utils import counters
 
-    cfg = GPTConfig(vocab_size=32, seq_len=8, d_model=16, n_heads=2, n_layers=2, dropout=0.1)
+    cfg = GPTConfig(vocab_size=32, seq_len=8, d_model=16, n_heads=2, n_layers=1, dropout=0.1)
     model = TinyGPT(cfg, seed=0)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     model.to(device)

@@ -119,7 +119,9 @@ def _torchrun(port: int) -> list:
 
 def test_ddp_torchrun_tutorial_trains_on_two_ranks(run_eval, tmp_path_factory):
     """The optimizer is built over the CPU model before ``model.to(gpu_id)``: Module.to keeps
-    the Parameter objects (as on CUDA), so it trains the device's parameters."""
+    the Parameter objects (as on CUDA), so it trains the device's parameters. Under torchrun
+    the harness writes a report per rank and a merged one (this run is the suite's torchrun
+    test: test_torchrun.py ran a second DDP script for that alone)."""
     cwd = tmp_path_factory.mktemp("ddp")  # the script writes snapshot.pt where it runs
     args = (str(DDP / "multigpu_torchrun.py"), "1", "1", "--batch_size", "256")
     r = run_eval("pub_ddp", *args, launcher=_torchrun(29641), cwd=cwd)
@@ -130,13 +132,16 @@ def test_ddp_torchrun_tutorial_trains_on_two_ranks(run_eval, tmp_path_factory):
     for rank in (0, 1):
         with open(r.out / f"report-rank{rank}.json") as f:
             rep = json.load(f)
-        assert rep["rank"] == rank and rep["status"] == "ok"
+        assert rep["rank"] == rank and rep["world_size"] == 2 and rep["status"] == "ok"
         # 2048 samples / 2 ranks / 256 per batch: 4 steps per rank in the one epoch
         assert rep["steps_completed"] == 4 and rep["blocking"] == []
         assert rep["verdict"]["will_it_run"]["answer"] == "yes"
         assert any(row["kind"] == "collective" for row in rep["projection"]["by_op"])
         assert all("report_error" not in row for row in rep["projection"]["profiles"])
-    assert all(x["status"] == "ok" and x["steps"] == 4 for x in r.report["ranks"])
+    merged = r.report
+    assert merged["rank"] == "merged" and [x["rank"] for x in merged["ranks"]] == [0, 1]
+    assert all(x["status"] == "ok" and x["steps"] == 4 for x in merged["ranks"])
+    assert (r.out / "report.html").exists()
 
 
 def test_ddp_tutorial_left_on_nccl_is_blocking_at_its_line(run_eval, tmp_path_factory):

@@ -21,25 +21,20 @@ pytestmark = pytest.mark.skipif(
 BENCH = SCRIPTS / "timm" / "benchmark.py"
 
 
+TRAIN_ARGS = ("timm/benchmark.py", "--bench", "train", "--device", "neuron")
+TRAIN_ARGS += ("--model", "test_resnet", "-b", "2", "--img-size", "64")
+TRAIN_ARGS += ("--num-warm-iter", "1", "--num-bench-iter", "5")
+
+
+def _train_run(run_eval):
+    """One run serves both tests below: ``--reference cpu`` adds a CPU re-run of the script
+    in a child process; the instrumented run on neuron, its steps and its report are those of
+    a plain run (every other evaluate test checks plain runs)."""
+    return run_eval("timm_reference", "--reference", "cpu", *TRAIN_ARGS)
+
+
 def test_train_benchmark_runs_on_neuron_and_counts_its_steps(run_eval):
-    r = run_eval(
-        "timm_plain",
-        "timm/benchmark.py",
-        "--bench",
-        "train",
-        "--device",
-        "neuron",
-        "--model",
-        "test_resnet",
-        "-b",
-        "2",
-        "--img-size",
-        "64",
-        "--num-warm-iter",
-        "1",
-        "--num-bench-iter",
-        "5",
-    )
+    r = _train_run(run_eval)
     assert r.rc == 0, r.explain()
     rep = r.report
     assert rep["status"] == "ok" and rep["error"] is None
@@ -53,26 +48,7 @@ def test_train_benchmark_against_cpu_is_not_compared_not_failed(run_eval):
     """benchmark.py seeds nothing: the CPU re-run builds other weights and inputs, so its
     first loss differs before any update. That is "not compared" with the advice to seed,
     never a numerics failure (issue 25, item 3)."""
-    r = run_eval(
-        "timm_reference",
-        "--reference",
-        "cpu",
-        "timm/benchmark.py",
-        "--bench",
-        "train",
-        "--device",
-        "neuron",
-        "--model",
-        "test_resnet",
-        "-b",
-        "2",
-        "--img-size",
-        "64",
-        "--num-warm-iter",
-        "1",
-        "--num-bench-iter",
-        "5",
-    )
+    r = _train_run(run_eval)
     assert r.rc == 0, r.explain()
     rep = r.report
     assert rep["steps_completed"] == 6 and rep["verdict"]["will_it_run"]["answer"] == "yes"
