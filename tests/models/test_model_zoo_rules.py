@@ -91,6 +91,28 @@ def test_a_rejected_shrink_is_undone_where_the_message_points():
     assert config.text_config.num_hidden_layers == 2
 
 
+def _parameters(config) -> int:
+    from transformers import AutoModel
+
+    with torch.device("meta"):  # shapes only: nothing allocated, nothing initialised
+        return sum(p.numel() for p in AutoModel.from_config(config).parameters())
+
+
+def test_sizes_a_validation_ties_stay_shrunk_together():
+    # "`vision_config.text_hidden_size` (4608) must match `text_config.hidden_size` (64)":
+    # undoing both sides built the text model at full width, 1,157M parameters (OOM-killed)
+    config = _shrunk("inkling2")
+    assert config.vision_config.text_hidden_size == config.text_config.hidden_size == 64
+    assert _parameters(config) < 50_000_000
+    # the same across two sub-configs (audio output onto the text embeddings), and per-layer
+    # tuples the message names cut to the shrunk layer count rather than the count undone
+    config = _shrunk("muse_spark")
+    audio = config.audio_config
+    assert audio.out_hidden_size == config.text_config.hidden_size == 64
+    assert audio.num_hidden_layers == 2 == len(audio.patch_sizes) == len(audio.depths)
+    assert _parameters(config) < 100_000_000
+
+
 def _batch(model_type: str):
     from torch_neuronx.testing.model_zoo import hf_models
 

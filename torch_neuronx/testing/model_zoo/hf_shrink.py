@@ -14,8 +14,12 @@ carry them along, each for a whole kind of config rather than one model:
   `per_layer_config`), a backbone's `out_indices` are mapped onto the shrunk stages;
 - aliases (`attribute_map`) that name something other than a size (ConvNeXt's
   `num_hidden_layers` is its stage count) and read-only properties are left alone;
-- a shrink the config class still rejects (its own validation names the attribute) is undone
-  for the attributes its message names, and the config is built again.
+- a shrink the config class still rejects (its own validation names the attributes) is
+  carried over where the named sizes were equal in the default (Inkling2's
+  `vision_config.text_hidden_size` must match `text_config.hidden_size`: both become the
+  shrunk width), else undone for the attributes its message names; the config is built again.
+  (Undoing an equality undoes both sides: the text model back at full width, 1,157M
+  parameters.)
 """
 
 from __future__ import annotations
@@ -81,6 +85,9 @@ SIZES: dict[str, int] = {
     "max_length": 64,  # spectrogram frames (the Audio Spectrogram Transformer)
     "num_queries": 16,  # detection queries (DETR-style): fewer than a 32 px image's anchors
 }
+
+# (name, value) pairs set over the shrink rules: the ties a validation message asked for
+Forced = tuple[tuple[str, Any], ...]
 
 LAYER_COUNTS = tuple(n for n in SIZES if "layers" in n or n == "n_layer")
 _WIDTHS = ("hidden_size", "d_model", "n_embd", "embed_dim", "dim")
@@ -237,9 +244,12 @@ def _fit_per_layer_config(default, kw: dict[str, Any], new_layers: int | None) -
     kw["per_layer_config"] = kept
 
 
-def shrink_kwargs(config_cls, default, undone: frozenset[str] = frozenset()) -> dict[str, Any]:
+def shrink_kwargs(
+    config_cls, default, undone: frozenset[str] = frozenset(), forced: Forced = ()
+) -> dict[str, Any]:
     """The constructor arguments that shrink `default` (an instance of `config_cls`), but for
-    the attributes in `undone` (``sub.attr`` for one of a sub-config)."""
+    the attributes in `undone` (``sub.attr`` for one of a sub-config), and with the values of
+    `forced` ((name, value) pairs, ``sub.attr`` names likewise) over the rules'."""
     accepted = _accepted(config_cls, default)
     kw: dict[str, Any] = {}
     for name, size in SIZES.items():
@@ -272,12 +282,16 @@ def shrink_kwargs(config_cls, default, undone: frozenset[str] = frozenset()) -> 
         elif is_config(value):
             # composite models: text/vision/audio sub-configs
             inner = frozenset(n.split(".", 1)[1] for n in undone if n.startswith(f"{name}."))
-            kw[name] = shrink_config(value, inner)
+            inner_forced = tuple(
+                (n.split(".", 1)[1], v) for n, v in forced if n.startswith(f"{name}.")
+            )
+            kw[name] = shrink_config(value, inner, inner_forced)
     _fit_heads(default, kw)
     _fit_mamba(default, kw)
     _fit_tied(default, kw, accepted, config_cls)
     _fit_out_indices(default, kw, new_layers)
     _fit_per_layer_config(default, kw, new_layers)
+    kw.update((n, v) for n, v in forced if "." not in n)
     return kw
 
 
@@ -319,12 +333,13 @@ def _fit_mrope(merged: dict) -> None:
     merged["rope_parameters"] = {**rope, "mrope_section": fitted}
 
 
-def shrink_config(default, _undone: frozenset[str] = frozenset()):
+def shrink_config(default, _undone: frozenset[str] = frozenset(), _forced: Forced = ()):
     """A copy of the config `default` with the sizes of `SIZES`, dropout 0 and (when every
     special token id fits) a vocabulary of `VOCAB`. When the config class rejects the shrunk
-    values, the shrink of the attributes its message names is undone and it is built again."""
+    values, the sizes its message names are made equal where they were equal in the default
+    (`_tie`), else their shrink is undone, and it is built again."""
     config_cls = type(default)
-    kw = shrink_kwargs(config_cls, default, _undone)
+    kw = shrink_kwargs(config_cls, default, _undone, _forced)
     kw = {k: v for k, v in kw.items() if k not in _undone}
     vocab = get(default, "vocab_size")
     accepted = _accepted(config_cls, default)
@@ -350,6 +365,10 @@ def shrink_config(default, _undone: frozenset[str] = frozenset()):
         # `sub.attr` (FunASR's "adaptor_config.intermediate_size must equal text_config.
         # hidden_size // 4") undoes that attribute of the sub-config, a plain name its own
         dotted = set(re.findall(r"([A-Za-z_]\w*)\.([A-Za-z_]\w*)", str(exc)))
+        tied = _tie(default, kw, {f"{a}.{b}" for a, b in dotted}, str(exc), dict(_forced))
+        tied = tied or _follow_layers(default, kw, str(exc), dict(_forced))
+        if tied:
+            return shrink_config(default, _undone, (*_forced, *tied.items()))
         named = {
             f"{a}.{b}" for a, b in dotted if is_config(kw.get(a)) and f"{a}.{b}" not in _undone
         }
@@ -358,9 +377,62 @@ def shrink_config(default, _undone: frozenset[str] = frozenset()):
         }
         if not named:
             raise
-        return shrink_config(default, _undone | named)
+        return shrink_config(default, _undone | named, _forced)
 
 
-def _names(message: str, name: str) -> bool:
-    """Whether a validation message names the attribute `name` (as a word)."""
-    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", message) is not None
+def _value(config, kw: dict[str, Any], name: str, shrunk: bool):
+    """The value of `name` (``sub.attr`` for a sub-config's) in the default `config`, or in
+    the shrunk one (`kw` over the default) when `shrunk`."""
+    if "." in name:
+        sub, attr = name.split(".", 1)
+        inner = kw.get(sub) if shrunk else get(config, sub)
+        return get(inner, attr) if is_config(inner) else None
+    return kw[name] if shrunk and name in kw else get(config, name)
+
+
+def _tie(config, kw: dict[str, Any], dotted: set[str], message: str, forced: dict):
+    """Sizes a validation message names (``sub.attr``, or the config's own) that were equal in
+    the default and are not after the shrink: each set to the smallest of their shrunk values
+    (a projection's width must match the text model's hidden size). {} when there is none, or
+    when the same tie was already made (the message is about something else)."""
+    names = {n for n in dotted if is_config(kw.get(n.split(".", 1)[0]))}
+    # the config's own attributes: named alone, not as the `attr` of a `sub.attr`
+    own = {k for k in {*kw, *vars(config)} if not is_config(kw.get(k))}
+    names |= {k for k in own if _names(message, k, dotted=False)}
+    old = {n: _value(config, kw, n, shrunk=False) for n in names}
+    new = {n: _value(config, kw, n, shrunk=True) for n in names}
+    sizes = [v for v in old.values() if isinstance(v, int) and not isinstance(v, bool)]
+    if len(sizes) < 2 or len(set(sizes)) != 1:
+        return {}
+    tied = {n for n in names if old[n] == sizes[0]}
+    shrunk = [new[n] for n in tied if isinstance(new[n], int) and not isinstance(new[n], bool)]
+    if not shrunk:
+        return {}
+    target = min(shrunk)
+    changes = {n: target for n in tied if new[n] != target}
+    return {} if all(forced.get(n) == v for n, v in changes.items()) else changes
+
+
+def _follow_layers(config, kw: dict[str, Any], message: str, forced: dict):
+    """Per-layer sequences a validation message names beside a shrunk layer count, which had
+    one entry per layer in the default: cut to the shrunk count (MuseSpark audio's tuples
+    `patch_sizes`, `hidden_sizes`, `depths` of its 4 layers; the per-layer list rule of
+    `shrink_kwargs` takes lists only, as a hierarchical model's per-stage tuples keep their
+    stage count). {} when there is none, or it was done already."""
+    counts = {n: kw[n] for n in LAYER_COUNTS if n in kw and _names(message, n, dotted=False)}
+    changes = {}
+    for name in {*vars(config), *kw}:
+        value = kw.get(name, get(config, name))  # the shrunk one: `depths` of one block each
+        if not isinstance(value, list | tuple) or not _names(message, name, dotted=False):
+            continue
+        for count, new in counts.items():
+            if len(value) == get(config, count) and forced.get(name) != list(value[:new]):
+                changes[name] = list(value[:new])
+    return changes
+
+
+def _names(message: str, name: str, dotted: bool = True) -> bool:
+    """Whether a validation message names the attribute `name` (as a word; not after a dot
+    unless `dotted`, where ``sub.name`` counts too)."""
+    before = "A-Za-z0-9_" if dotted else "A-Za-z0-9_."
+    return re.search(rf"(?<![{before}]){re.escape(name)}(?![A-Za-z0-9_])", message) is not None
