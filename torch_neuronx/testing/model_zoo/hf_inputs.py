@@ -29,6 +29,7 @@ BATCH = 2
 SEQ = 16
 _VOCAB = hf_shrink.VOCAB
 _SAMPLES = 1600  # waveform length: 0.1 s at 16 kHz
+_FRAMES = 4  # video clips' frames where the config does not say (the shrunk `num_frames`)
 _MODALITIES = ("pixel_values", "input_features", "input_values")
 _MODALITY_TOKENS = {
     "pixel_values": ("image_token_id", "image_token_index"),
@@ -114,8 +115,8 @@ def _tokens(config, g) -> torch.Tensor:
 def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
     if name.endswith("input_ids"):
         return {name: _tokens(config, g)}
-    if name == "pixel_values":
-        return _pixels(config, g)
+    if name in ("pixel_values", "pixel_values_videos"):
+        return _pixels(config, g, name)
     if name in ("input_features", "audio_mel"):
         return {name: _spectrogram(config, g, name)}
     if name == "input_values":
@@ -194,13 +195,24 @@ def _waveform_or_spectrogram(config, g) -> torch.Tensor:
     (batch, frames, bins) spectrogram (the Audio Spectrogram Transformer: `max_length`
     frames of `num_mel_bins`)."""
     shape = _extractor_shape(config, "input_values")
+    samples = _samples(config)
     if shape is None or len(shape) == 2:
-        return torch.randn(BATCH, _SAMPLES, generator=g)
+        return torch.randn(BATCH, samples, generator=g)
     if shape[-1] >= _SAMPLES // 2:  # samples last: a multi-channel waveform
         channels = config_value(config, "audio_channels") or shape[1]
-        return torch.randn(BATCH, channels, _SAMPLES, generator=g)
+        return torch.randn(BATCH, channels, samples, generator=g)
     frames = config_value(config, "max_length") or 2 * SEQ
     return torch.randn(BATCH, frames, _bins(config), generator=g)
+
+
+def _samples(config) -> int:
+    """The waveform length: `_SAMPLES`, rounded up to whole tokens where the model takes a
+    whole number of them (MuseSpark's `samples_per_token`, the product of its patch sizes,
+    which its feature extractor pads to)."""
+    per_token = config_value(config, "samples_per_token")
+    if isinstance(per_token, int) and per_token > 0:
+        return -(-_SAMPLES // per_token) * per_token
+    return _SAMPLES
 
 
 def _extractor_shape(config, key: str, feature_size: int | None = None):
@@ -241,18 +253,29 @@ def _bins_last(config) -> bool:
     return shape is not None and len(shape) == 3 and shape[-1] == 7 and shape[1] != 7
 
 
-def _pixels(config, g: torch.Generator) -> dict[str, torch.Tensor]:
-    size = config_value(config, "image_size") or 32
-    size = size[0] if isinstance(size, list | tuple) else size
+def _pixels(config, g: torch.Generator, name: str = "pixel_values") -> dict[str, torch.Tensor]:
+    """Images (batch, channels, height, width) of the config's `image_size` (a (height, width)
+    pair where it gives one: MGP-STR's 32 x 128 text lines; its `crop_size` where it has no
+    image size: V-JEPA 2), or clips (batch, frames, channels, height, width) for a video model
+    (a config with `num_frames` / `frames_per_clip`, or a `*_videos` input)."""
+    size = config_value(config, "image_size") or config_value(config, "crop_size") or 32
+    height, width = (size[0], size[-1]) if isinstance(size, list | tuple) else (size, size)
     channels = config_value(config, "num_channels") or 3
-    return {"pixel_values": torch.randn(BATCH, channels, size, size, generator=g)}
+    frames = config_value(config, "num_frames") or config_value(config, "frames_per_clip")
+    if name.endswith("_videos") or isinstance(frames, int):
+        shape = (BATCH, frames or _FRAMES, channels, height, width)
+    else:
+        shape = (BATCH, channels, height, width)
+    return {name: torch.randn(*shape, generator=g)}
 
 
 def _patches(config, g, name: str, flat_name: str) -> dict[str, torch.Tensor]:
     """Qwen2-VL-style vision input: `grid_thw` rows (t, h, w) in patches, and the patches
     flattened to (sum t*h*w, channels * temporal_patch * patch^2) as `flat_name`."""
     merge = config_value(config, "spatial_merge_size") or 1
-    temporal = config_value(config, "temporal_patch_size") or 1
+    temporal = (
+        config_value(config, "temporal_patch_size") or config_value(config, "patch_temporal") or 1
+    )
     patch = config_value(config, "patch_size") or 14
     channels = config_value(config, "in_channels") or config_value(config, "num_channels") or 3
     temporal = temporal[0] if isinstance(temporal, list | tuple) else temporal

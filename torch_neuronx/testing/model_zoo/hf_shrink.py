@@ -84,6 +84,8 @@ SIZES: dict[str, int] = {
     "max_source_positions": 32,
     "max_length": 64,  # spectrogram frames (the Audio Spectrogram Transformer)
     "num_queries": 16,  # detection queries (DETR-style): fewer than a 32 px image's anchors
+    "num_frames": 4,  # video clips (VideoMAE, ViViT: a multiple of the tubelet's 1 or 2 frames)
+    "frames_per_clip": 4,
 }
 
 # (name, value) pairs set over the shrink rules: the ties a validation message asked for
@@ -170,7 +172,9 @@ def _tied(name: str) -> bool:
         return False
     # not `*hidden_dim`: D-FINE's encoder_hidden_dim equals its d_model by chance, and its
     # backbone projection is built for 256
-    return any(w in name for w in ("codebook", "proj", "embed")) and "vocab" not in name
+    # (ViT's pooler_output_size: the pooler's width, a projection's input in a dual encoder)
+    words = ("codebook", "proj", "embed", "pooler")
+    return any(w in name for w in words) and "vocab" not in name
 
 
 def _fit_tied(default, kw: dict[str, Any], accepted: set[str], config_cls) -> None:
@@ -312,19 +316,40 @@ def _token_ids_fit(config, vocab: int) -> bool:
     return True
 
 
-def _fit_mrope(merged: dict) -> None:
-    """Multimodal RoPE splits head_dim / 2 into sections (Qwen2-VL's `mrope_section`, e.g.
-    [24, 20, 20] of 64): scaled to the shrunk head_dim, largest remainders first."""
+# Multimodal RoPE's split of the rotary frequencies into (time, height, width) sections where
+# the config gives none and the model has its own default: Qwen2-VL's [16, 24, 24] and GLM-4V's
+# [8, 12, 12] are both 2:3:3.
+MROPE_SHARES = (2, 3, 3)
+
+
+def _fit_mrope(merged: dict, config_cls) -> None:
+    """Multimodal RoPE splits the rotary frequencies (head_dim x partial_rotary_factor / 2)
+    into sections (Qwen2-VL's `mrope_section`, e.g. [24, 20, 20] of 64): scaled to the shrunk
+    head_dim, largest remainders first. A model whose config class declares the key but whose
+    config leaves it out (its modeling code defaults to [16, 24, 24] of 64) gets one of the
+    default's shares, `MROPE_SHARES`."""
     rope = merged.get("rope_parameters")
-    section = rope.get("mrope_section") if isinstance(rope, dict) else None
+    if not isinstance(rope, dict):
+        return
+    section = rope.get("mrope_section")
+    if (
+        not section
+        and rope
+        and "mrope_section" in getattr(config_cls, "ignore_keys_at_rope_validation", ())
+    ):
+        section = list(MROPE_SHARES)
     head_dim = merged.get("head_dim")
     if not isinstance(head_dim, int):
         heads = merged.get("num_attention_heads")
         hidden = merged.get("hidden_size")
         head_dim = hidden // heads if isinstance(hidden, int) and isinstance(heads, int) else None
-    if not section or not head_dim or sum(section) == head_dim // 2:
+    partial = rope.get("partial_rotary_factor", merged.get("partial_rotary_factor")) or 1.0
+    if not section or not head_dim:
         return
-    half, total = head_dim // 2, sum(section)
+    half, total = int(head_dim * partial) // 2, sum(section)
+    if total == half:
+        merged["rope_parameters"] = {**rope, "mrope_section": list(section)}
+        return
     exact = [v * half / total for v in section]
     fitted = [int(x) for x in exact]
     by_remainder = sorted(range(len(exact)), key=lambda i: fitted[i] - exact[i])
@@ -353,7 +378,7 @@ def shrink_config(default, _undone: frozenset[str] = frozenset(), _forced: Force
                 if name.startswith("vocab_size_") and isinstance(other, int) and other > VOCAB:
                     kw[name] = VOCAB
     merged = {**default.to_dict(), **kw}
-    _fit_mrope(merged)
+    _fit_mrope(merged, config_cls)
     merged.pop("model_type", None)
     merged.pop("transformers_version", None)
     if merged.get("architectures") is None:
