@@ -143,6 +143,18 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
         return {name: torch.rand(BATCH, (size // patch) ** 2, generator=g)}
     if name == "bbox":
         return {name: _boxes(config, g)}
+    if name == "past_values":
+        return {name: _series(config, g)}
+    if name in ("past_observed_mask", "observed_mask") and "past_values" in batch:
+        return {name: torch.ones_like(batch["past_values"])}  # every value observed
+    if name == "past_values_padding" and "past_values" in batch:
+        return {name: torch.zeros(batch["past_values"].shape[:2])}  # no padding
+    if name == "past_time_features" and "past_values" in batch:
+        width = config_value(config, "num_time_features") or 0
+        steps = batch["past_values"].shape[1]
+        return {name: torch.randn(BATCH, steps, width, generator=g)}
+    if name == "freq":  # TimesFM's frequency class (0: high frequency)
+        return {name: torch.zeros(BATCH, 1, dtype=torch.long)}
     if name in dict(_TRAJECTORY):
         width = config_value(config, dict(_TRAJECTORY)[name]) if dict(_TRAJECTORY)[name] else 1
         return {name: torch.randn(BATCH, SEQ, width, generator=g)}
@@ -150,6 +162,27 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
         limit = config_value(config, "max_ep_len") or SEQ
         return {name: torch.randint(0, min(limit, 1000), (BATCH, SEQ), generator=g)}
     raise ValueError(f"no synthetic input for {name!r} (forward of {type(model).__name__})")
+
+
+def _series(config, g) -> torch.Tensor:
+    """A time series' past values: (batch, length) for one variable, (batch, length, channels)
+    for several (PatchTST's `num_input_channels`, a multivariate `input_size`). The length is
+    the context the model reads (`context_length`, defaulting to the forecast horizon as the
+    GluonTS-style models do) plus the largest lag those models look back; a long context
+    (TimesFM's 512 and 16,384, which it pads to) is cut to two patches."""
+    context = (
+        config_value(config, "context_length") or config_value(config, "prediction_length") or SEQ
+    )
+    patch = config_value(config, "patch_length")
+    if context > 4 * SEQ and isinstance(patch, int) and patch > 0:
+        context = 2 * patch
+    lags = config_value(config, "lags_sequence") or [0]
+    length = context + max(lags)
+    channels = config_value(config, "num_input_channels")  # PatchTST: always a channel dim
+    if channels is None and (config_value(config, "input_size") or 1) > 1:
+        channels = config_value(config, "input_size")
+    shape = (BATCH, length) if channels is None else (BATCH, length, channels)
+    return torch.randn(*shape, generator=g)
 
 
 def _steps(config, name: str, batch) -> tuple[int, int]:

@@ -91,6 +91,8 @@ SIZES: dict[str, int] = {
 # (name, value) pairs set over the shrink rules: the ties a validation message asked for
 Forced = tuple[tuple[str, Any], ...]
 
+PREDICTION_LENGTH = 4
+
 LAYER_COUNTS = tuple(n for n in SIZES if "layers" in n or n == "n_layer")
 _WIDTHS = ("hidden_size", "d_model", "n_embd", "embed_dim", "dim")
 _HEADS = ("num_attention_heads", "n_head", "n_heads", "num_heads")
@@ -281,6 +283,10 @@ def shrink_kwargs(
         elif "drop" in name and isinstance(value, list | tuple) and value:
             if all(isinstance(v, float) for v in value):  # per-stage rates (CvT's drop_path_rate)
                 kw[name] = [0.0] * len(value)
+        elif name == "prediction_length" and value is None:
+            # a time-series forecast horizon the config leaves to the user (GluonTS-style
+            # models raise without one): a short one
+            kw[name] = PREDICTION_LENGTH
         elif name == "depths" and isinstance(value, list | tuple):
             kw[name] = [1] * len(value)  # hierarchical vision models: one block per stage
         elif is_config(value):
