@@ -196,13 +196,16 @@ def _steps(config, name: str, batch) -> tuple[int, int]:
 
 def _bins(config) -> int:
     """Features per frame: the mel bins, times the frames stacked into one (FunASR's low
-    frame rate input, `num_stacked_frames`)."""
+    frame rate input, `num_stacked_frames`); where the config does not say, its feature
+    extractor's (Gemma 4 audio's 128), else 80."""
     stacked = config_value(config, "num_stacked_frames") or 1
     for name in ("num_mel_bins", "feature_size", "input_feat_size"):
         value = config_value(config, name)
         if isinstance(value, int) and value > 0:
             return value * stacked
-    return 80 * stacked
+    out = _extract(config, "input_features")
+    bins = out and (getattr(out[0], "num_mel_bins", None) or getattr(out[0], "feature_size", None))
+    return (bins if isinstance(bins, int) and bins > 0 else 80) * stacked
 
 
 def _spectrogram(config, g, name: str) -> torch.Tensor:
@@ -251,6 +254,13 @@ def _samples(config) -> int:
 def _extractor_shape(config, key: str, feature_size: int | None = None):
     """The shape of `key` in the model's own feature extractor's output for a 0.2 s tone (its
     class defaults, nothing downloaded); None when it has none or cannot run."""
+    out = _extract(config, key, feature_size)
+    return None if out is None else out[1]
+
+
+def _extract(config, key: str, feature_size: int | None = None):
+    """(the extractor, the shape of `key` in its output for a 0.2 s tone), as
+    `_extractor_shape`; None when there is none."""
     import numpy as np
     import transformers
     from transformers.models.auto.feature_extraction_auto import FEATURE_EXTRACTOR_MAPPING_NAMES
@@ -273,7 +283,7 @@ def _extractor_shape(config, key: str, feature_size: int | None = None):
         fe = cls(feature_size=feature_size) if feature_size else cls()
         rate = getattr(fe, "sampling_rate", 16000)
         tone = np.sin(np.arange(3200, dtype=np.float32) * 0.05)
-        return tuple(fe([tone], sampling_rate=rate, return_tensors="pt")[key].shape)
+        return fe, tuple(fe([tone], sampling_rate=rate, return_tensors="pt")[key].shape)
     except Exception:  # noqa: BLE001 - an extractor that cannot run says nothing: the default
         return None
 
@@ -281,9 +291,18 @@ def _extractor_shape(config, key: str, feature_size: int | None = None):
 def _bins_last(config) -> bool:
     """Whether the model takes its features as (batch, frames, bins) (Parakeet, Cohere ASR)
     rather than Whisper's (batch, bins, frames): the extractor run with an odd bin count that
-    no frame count matches."""
+    no frame count matches, or, for an extractor whose bin count is another argument
+    (Speech2Text's `num_mel_bins`), run with its defaults: its bins (or a stack of them,
+    W2V-BERT's two frames of 80) last, and the frames of the short tone not a multiple of them."""
     shape = _extractor_shape(config, "input_features", feature_size=7)
-    return shape is not None and len(shape) == 3 and shape[-1] == 7 and shape[1] != 7
+    if shape is not None and len(shape) == 3 and shape[-1] == 7 and shape[1] != 7:
+        return True
+    out = _extract(config, "input_features")
+    if out is None or len(out[1]) != 3:
+        return False
+    fe, (_, first, last) = out
+    bins = getattr(fe, "num_mel_bins", None) or getattr(fe, "feature_size", None)
+    return isinstance(bins, int) and bins > 0 and last % bins == 0 and first % bins != 0
 
 
 def _pixels(config, g: torch.Generator, name: str = "pixel_values") -> dict[str, torch.Tensor]:
