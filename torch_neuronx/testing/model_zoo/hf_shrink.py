@@ -262,13 +262,23 @@ def shrink_kwargs(
         value = get(default, name) if name in accepted and _settable(config_cls, name) else None
         if isinstance(value, int) and not isinstance(value, bool) and value > size:
             kw[name] = size
+    params = set(inspect.signature(config_cls.__init__).parameters)
+    params |= set(getattr(config_cls, "__dataclass_fields__", {}))
+    depths = get(default, "depths")
+    for name in [n for n in LAYER_COUNTS if n in kw and n not in params]:
+        if isinstance(depths, list | tuple) and get(default, name) == len(depths):
+            # a stage count the constructor does not take: Swin's num_layers is len(depths),
+            # and set it would disagree with the stages (`depths` keeps them, one block each)
+            del kw[name]
     layers = {get(default, n) for n in LAYER_COUNTS if n in kw}
     new_layers = min((kw[n] for n in LAYER_COUNTS if n in kw), default=None)
     for name in sorted(accepted):
         value = get(default, name)
         if name in kw or not _settable(config_cls, name):
             continue
-        if isinstance(value, list) and len(value) in layers:
+        if name == "depths" and isinstance(value, list | tuple):
+            kw[name] = [1] * len(value)  # hierarchical vision models: one block per stage
+        elif isinstance(value, list) and len(value) in layers:
             # per-layer lists (layer_types, ...) follow the shrunk layer count; per-layer sizes
             # (Gemma 3n's intermediate_size) are shrunk as the single size would be
             kw[name] = value[:new_layers]
@@ -287,8 +297,6 @@ def shrink_kwargs(
             # a time-series forecast horizon the config leaves to the user (GluonTS-style
             # models raise without one): a short one
             kw[name] = PREDICTION_LENGTH
-        elif name == "depths" and isinstance(value, list | tuple):
-            kw[name] = [1] * len(value)  # hierarchical vision models: one block per stage
         elif is_config(value):
             # composite models: text/vision/audio sub-configs
             inner = frozenset(n.split(".", 1)[1] for n in undone if n.startswith(f"{name}."))
