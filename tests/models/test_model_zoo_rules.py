@@ -129,6 +129,10 @@ def _batch(model_type: str):
         ("blip_2_qformer", {"query_embeds", "encoder_hidden_states"}),
         ("gemma3n_audio", {"audio_mel", "audio_mel_mask"}),
         ("audioflamingo3_encoder", {"input_features", "input_features_mask"}),
+        # time series: the context plus the largest lag, a horizon where the config has none
+        ("autoformer", {"past_values", "past_time_features", "past_observed_mask"}),
+        ("timesfm", {"past_values", "past_values_padding", "freq"}),
+        ("videoprism_vision_model", {"pixel_values_videos"}),  # (batch, frames, C, H, W)
     ],
 )
 def test_synthetic_batch_follows_the_forward_signature(model_type, expected):
@@ -137,6 +141,36 @@ def test_synthetic_batch_follows_the_forward_signature(model_type, expected):
     with torch.no_grad():
         out = model(**batch, **train_check._forward_kwargs(model))  # the CPU reference runs
     assert train_check._floating_leaves(out)
+
+
+@pytest.mark.parametrize(
+    ("model_type", "name", "shape"),
+    [
+        ("videomae", "pixel_values", (2, 4, 3, 32, 32)),  # num_frames: a clip, not an image
+        ("mgp-str", "pixel_values", (2, 3, 32, 128)),  # image_size (height, width)
+        ("speech_to_text", "input_features", (2, 64, 80)),  # bins last: its extractor's layout
+        ("muse_spark_audio", "input_values", (2, 1632)),  # whole tokens of 96 samples
+    ],
+)
+def test_inputs_take_the_layout_the_model_reads(model_type, name, shape):
+    model, batch = _batch(model_type)
+    assert tuple(batch[name].shape) == shape
+    with torch.no_grad():
+        model(**batch, **train_check._forward_kwargs(model))
+
+
+def test_multimodal_rope_sections_fit_the_shrunk_rotary_dims():
+    # the modeling code's own default ([8, 12, 12] of 32) when the config has none
+    for model_type, partial in (("glm4v_text", 1.0), ("glm4v_moe_text", 0.5)):
+        config = _shrunk(model_type)
+        head_dim = config.hidden_size // config.num_attention_heads
+        assert sum(config.rope_parameters["mrope_section"]) == int(head_dim * partial) // 2
+
+
+def test_a_derived_stage_count_follows_the_stages():
+    backbone = _shrunk("mask2former").backbone_config  # Swin: num_layers is len(depths)
+    assert backbone.num_layers == len(backbone.depths) == len(backbone.stage_names) - 1
+    assert set(backbone.out_features) <= set(backbone.stage_names)
 
 
 def test_patch_grid_matches_the_flattened_patches():
