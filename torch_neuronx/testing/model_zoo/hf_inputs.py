@@ -36,6 +36,8 @@ _MODALITY_TOKENS = {
     "input_features": ("audio_token_id", "audio_token_index"),
     "input_values": ("audio_token_id", "audio_token_index"),
 }
+# A region-based vision-language model's detected regions (LXMERT): input -> its width
+_REGIONS = {"visual_feats": "visual_feat_dim", "visual_pos": "visual_pos_dim"}
 # A decision transformer's trajectory: (name, config attribute of its width, or 1)
 _TRAJECTORY = (("states", "state_dim"), ("actions", "act_dim"), ("returns_to_go", None))
 
@@ -79,6 +81,8 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
         wanted.append("bbox")
     if "noise" in params and "pixel_values" in wanted:
         wanted.append("noise")  # ViTMAE's random masking, drawn here once for both devices
+    if "input_ids" in wanted and "visual_feats" in params:
+        wanted += [n for n in ("visual_feats", "visual_pos") if n in params]  # LXMERT's regions
     if "encoder_hidden_states" in params and config_value(config, "encoder_hidden_size"):
         wanted.append("encoder_hidden_states")  # a Q-Former cross-attends to image features
     batch: dict[str, torch.Tensor] = {}
@@ -143,6 +147,11 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
         return {name: torch.rand(BATCH, (size // patch) ** 2, generator=g)}
     if name == "bbox":
         return {name: _boxes(config, g)}
+    if name in ("visual_feats", "visual_pos"):
+        # detected regions (LXMERT): SEQ of them, features of `visual_feat_dim`, boxes of
+        # `visual_pos_dim` in [0, 1)
+        width = config_value(config, _REGIONS[name]) or 4
+        return {name: torch.rand(BATCH, SEQ, width, generator=g)}
     if name == "past_values":
         return {name: _series(config, g)}
     if name in ("past_observed_mask", "observed_mask") and "past_values" in batch:
@@ -213,6 +222,9 @@ def _spectrogram(config, g, name: str) -> torch.Tensor:
     (batch, channels, frames, bins) where it gives a channel dim (CLAP)."""
     bins = _bins(config)
     frames = 2 * (config_value(config, "max_source_positions") or SEQ)
+    window = config_value(config, "n_window")  # Qwen3-ASR reads whole windows of 2 x n_window
+    if isinstance(window, int) and window > 0:
+        frames = -(-frames // (2 * window)) * 2 * window
     shape = (
         _extractor_shape(config, "input_features", feature_size=7) if name != "audio_mel" else None
     )

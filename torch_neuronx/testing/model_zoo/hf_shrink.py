@@ -162,6 +162,11 @@ def _fit_heads(default, kw: dict[str, Any]) -> None:
     if "head_dim" in vars(default) and get(default, "head_dim") is None and "hidden_size" in kw:
         # head_dim None means hidden / heads, which some models read as a number (Ministral)
         kw["head_dim"] = kw["hidden_size"] // kw.get("num_attention_heads", heads)
+    width, old_heads = get(default, "d_model"), get(default, "n_head")
+    if isinstance(width, int) and isinstance(old_heads, int) and "d_model" in kw:
+        # XLNet, Funnel: d_head is d_model // n_head in the default, and must stay so
+        if get(default, "d_head") == width // old_heads:
+            kw["d_head"] = kw["d_model"] // kw.get("n_head", old_heads)
     kv = get(default, "num_key_value_heads")
     if "num_key_value_heads" in kw and kv == _heads(get(default, "num_attention_heads")):
         kw["num_key_value_heads"] = kw.get("num_attention_heads", kv)
@@ -403,7 +408,8 @@ def shrink_config(default, _undone: frozenset[str] = frozenset(), _forced: Force
     except Exception as exc:  # noqa: BLE001 - a validation error names what it rejects
         # `sub.attr` (FunASR's "adaptor_config.intermediate_size must equal text_config.
         # hidden_size // 4") undoes that attribute of the sub-config, a plain name its own
-        dotted = set(re.findall(r"([A-Za-z_]\w*)\.([A-Za-z_]\w*)", str(exc)))
+        # (overlapping: `config.image_model_config.image_size` names both pairs)
+        dotted = set(re.findall(r"(?<!\w)(?=([A-Za-z_]\w*)\.([A-Za-z_]\w*))", str(exc)))
         tied = _tie(default, kw, {f"{a}.{b}" for a, b in dotted}, str(exc), dict(_forced))
         tied = tied or _follow_layers(default, kw, str(exc), dict(_forced))
         if tied:
@@ -435,9 +441,11 @@ def _tie(config, kw: dict[str, Any], dotted: set[str], message: str, forced: dic
     (a projection's width must match the text model's hidden size). {} when there is none, or
     when the same tie was already made (the message is about something else)."""
     names = {n for n in dotted if is_config(kw.get(n.split(".", 1)[0]))}
-    # the config's own attributes: named alone, not as the `attr` of a `sub.attr`
+    # the config's own attributes: named alone, not as the `attr` of a `sub.attr`, or as
+    # `config.attr` (Depth Pro's "`config.image_model_config.image_size=32` should match
+    # `config.patch_size=384`")
     own = {k for k in {*kw, *vars(config)} if not is_config(kw.get(k))}
-    names |= {k for k in own if _names(message, k, dotted=False)}
+    names |= {k for k in own if _names(message, k, dotted=False) or f"config.{k}" in dotted}
     old = {n: _value(config, kw, n, shrunk=False) for n in names}
     new = {n: _value(config, kw, n, shrunk=True) for n in names}
     sizes = [v for v in old.values() if isinstance(v, int) and not isinstance(v, bool)]
