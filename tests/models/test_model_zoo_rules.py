@@ -133,6 +133,8 @@ def _batch(model_type: str):
         ("autoformer", {"past_values", "past_time_features", "past_observed_mask"}),
         ("timesfm", {"past_values", "past_values_padding", "freq"}),
         ("videoprism_vision_model", {"pixel_values_videos"}),  # (batch, frames, C, H, W)
+        ("siglip2_vision_model", {"pixel_values", "pixel_attention_mask", "spatial_shapes"}),
+        ("lxmert", {"input_ids", "visual_feats", "visual_pos"}),  # its detected regions
     ],
 )
 def test_synthetic_batch_follows_the_forward_signature(model_type, expected):

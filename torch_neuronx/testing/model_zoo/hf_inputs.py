@@ -119,6 +119,8 @@ def _tokens(config, g) -> torch.Tensor:
 def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
     if name.endswith("input_ids"):
         return {name: _tokens(config, g)}
+    if name == "pixel_values" and "spatial_shapes" in _params(model):
+        return _naflex(config, g)
     if name in ("pixel_values", "pixel_values_videos"):
         return _pixels(config, g, name)
     if name in ("input_features", "audio_mel"):
@@ -331,6 +333,21 @@ def _pixels(config, g: torch.Generator, name: str = "pixel_values") -> dict[str,
     else:
         shape = (BATCH, channels, height, width)
     return {name: torch.randn(*shape, generator=g)}
+
+
+def _naflex(config, g) -> dict[str, torch.Tensor]:
+    """SigLIP 2's native-resolution input: each image as its (h, w) patches, flattened to
+    (batch, h * w, channels * patch^2), with their `spatial_shapes` and a `pixel_attention_mask`
+    of valid patches (all): a 32 px image, 2 x 2 patches of 16."""
+    patch = config_value(config, "patch_size") or 16
+    patch = patch[0] if isinstance(patch, list | tuple) else patch
+    channels = config_value(config, "num_channels") or 3
+    side = max(2, (config_value(config, "image_size") or 32) // patch)
+    return {
+        "pixel_values": torch.randn(BATCH, side * side, channels * patch * patch, generator=g),
+        "pixel_attention_mask": torch.ones(BATCH, side * side, dtype=torch.long),
+        "spatial_shapes": torch.tensor([[side, side]] * BATCH),
+    }
 
 
 def _patches(config, g, name: str, flat_name: str) -> dict[str, torch.Tensor]:
