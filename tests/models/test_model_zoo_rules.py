@@ -113,6 +113,16 @@ def test_sizes_a_validation_ties_stay_shrunk_together():
     assert _parameters(config) < 100_000_000
 
 
+def test_derived_sizes_and_ids_stay_consistent():
+    config = _shrunk("xlnet")  # "`d_head` should be equal to `d_model // n_head`"
+    assert config.d_head == config.d_model // config.n_head and config.d_model == 64
+    # "`config.image_model_config.image_size` should match `config.patch_size`": tied
+    config = _shrunk("depth_pro")
+    assert config.patch_size == config.image_model_config.image_size == 32
+    config = _shrunk("esm")  # no vocabulary nor padding id by default (left to the checkpoint)
+    assert config.vocab_size == 256 and config.pad_token_id == 1
+
+
 def _batch(model_type: str):
     from torch_neuronx.testing.model_zoo import hf_models
 

@@ -102,6 +102,7 @@ MAMBA_HEADS = 8
 # The vocabulary of a shrunk config (when every special token id fits below it), and of a
 # config whose default has none (ESM's default leaves it to the checkpoint).
 VOCAB = 256
+PAD_ID = 1  # the padding id given with that vocabulary (hf_inputs draws ids from 3)
 
 
 def is_config(value) -> bool:
@@ -396,6 +397,10 @@ def shrink_config(default, _undone: frozenset[str] = frozenset(), _forced: Force
                 other = get(default, name)
                 if name.startswith("vocab_size_") and isinstance(other, int) and other > VOCAB:
                     kw[name] = VOCAB
+        if vocab is None and "pad_token_id" in accepted and get(default, "pad_token_id") is None:
+            # a vocabulary left to the checkpoint leaves its padding id too (ESM masks
+            # `input_ids != pad_token_id`): one below the synthetic ids, which start at 3
+            kw["pad_token_id"] = PAD_ID
     merged = {**default.to_dict(), **kw}
     _fit_mrope(merged, config_cls)
     merged.pop("model_type", None)
