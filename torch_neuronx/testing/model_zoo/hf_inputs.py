@@ -258,10 +258,13 @@ def _waveform_or_spectrogram(config, g) -> torch.Tensor:
 def _samples(config) -> int:
     """The waveform length: `_SAMPLES`, rounded up to whole tokens where the model takes a
     whole number of them (MuseSpark's `samples_per_token`, the product of its patch sizes,
-    which its feature extractor pads to)."""
+    which its feature extractor pads to), or two hops of a codec whose hop is longer."""
     per_token = config_value(config, "samples_per_token")
     if isinstance(per_token, int) and per_token > 0:
         return -(-_SAMPLES // per_token) * per_token
+    hop = config_value(config, "hop_length")  # a codec's samples per frame (PE Audio's DAC: 1920)
+    if isinstance(hop, int) and 0 < _SAMPLES < 2 * hop:
+        return 2 * hop  # two frames: its last strided conv needs one whole hop per output
     return _SAMPLES
 
 
