@@ -14,7 +14,12 @@ trajectory. Each input is made by its name, with sizes from the config:
   image of (1, 2m, 2m) patches per batch row, m the spatial merge size;
 - other `*_embeds` / `hidden_states`: (batch, seq, hidden) floats;
 - `noise` (ViTMAE's random masking): drawn here, once, so both devices mask alike;
-- `bbox`: boxes with x0 <= x1, y0 <= y1, in [0, 1000) for LayoutLM-style position tables.
+- `bbox`: boxes with x0 <= x1, y0 <= y1, in [0, 1000) for LayoutLM-style position tables;
+- images of the config's (height, width); clips (batch, frames, C, H, W) for a video model;
+  SigLIP 2's native-resolution patches where the forward takes `spatial_shapes`;
+- waveforms of whole tokens / at least two codec hops; spectrogram frames in whole windows;
+- time series: past values over the context plus the largest lag, with their masks;
+- LXMERT's detected regions (`visual_feats`, `visual_pos`).
 """
 
 from __future__ import annotations

@@ -13,7 +13,11 @@ carry them along, each for a whole kind of config rather than one model:
 - per-layer data follows the layer count (`layer_types`, a heterogeneous config's
   `per_layer_config`), a backbone's `out_indices` are mapped onto the shrunk stages;
 - aliases (`attribute_map`) that name something other than a size (ConvNeXt's
-  `num_hidden_layers` is its stage count) and read-only properties are left alone;
+  `num_hidden_layers` is its stage count), a stage count the constructor does not take (Swin's
+  `num_layers`, len(depths)) and read-only properties are left alone;
+- values a model needs and the default leaves to the checkpoint or the user are given: a
+  forecast horizon (`prediction_length`), a padding id beside a vocabulary, multimodal RoPE
+  sections (`mrope_section`) fitted to the shrunk rotary dims;
 - a shrink the config class still rejects (its own validation names the attributes) is
   carried over where the named sizes were equal in the default (Inkling2's
   `vision_config.text_hidden_size` must match `text_config.hidden_size`: both become the
