@@ -92,6 +92,8 @@ SIZES: dict[str, int] = {
     "frames_per_clip": 4,
 }
 
+# in `undone`: keep the first layers only, not one of each kind (`_kept_layers`)
+FIRST_LAYERS = "<first layers>"
 # (name, value) pairs set over the shrink rules: the ties a validation message asked for
 Forced = tuple[tuple[str, Any], ...]
 
@@ -243,21 +245,50 @@ def _fit_out_indices(default, kw: dict[str, Any], new_layers: int | None) -> Non
     kw.pop("stage_names", None)
 
 
-def _fit_per_layer_config(default, kw: dict[str, Any], new_layers: int | None) -> None:
-    """A heterogeneous config's per-layer overrides: those of the layers kept (the first
-    ones, as `layer_types` keeps them), their sizes shrunk by the same rules."""
+def _fit_per_layer_config(default, kw: dict[str, Any], kept: list[int]) -> None:
+    """A heterogeneous config's per-layer overrides: those of the layers kept (`_kept_layers`,
+    renumbered as they are in the shrunk stack), their sizes shrunk by the same rules."""
     per_layer = default.to_dict().get("per_layer_config")
-    if not per_layer or new_layers is None:
+    if not per_layer or not kept:
         return
-    kept = {}
+    shrunk_overrides = {}
     for index, overrides in per_layer.items():
-        if int(index) < new_layers:
+        if int(index) in kept:
             shrunk = {
                 k: min(v, SIZES[k]) if k in SIZES and isinstance(v, int) else v
                 for k, v in overrides.items()
             }
-            kept[index] = shrunk
-    kw["per_layer_config"] = kept
+            key = kept.index(int(index))
+            shrunk_overrides[str(key) if isinstance(index, str) else key] = shrunk
+    kw["per_layer_config"] = shrunk_overrides
+
+
+def _kept_layers(default, accepted, config_cls, layers: set, new_layers: int | None) -> list:
+    """Which layers of the default stack the shrunk one keeps: the first ones, but with every
+    kind of layer the default's `layer_types` has (Gemma 3's sliding and full attention, Qwen3-
+    Next's linear and full: the first two are both sliding / linear, and a hybrid model would
+    not run its other kind at all) — the first layer of each kind missing replaces the last
+    ones kept, in order. [] where there is one layer count and no per-layer kinds to keep."""
+    if len(layers) != 1 or not new_layers:
+        return []
+    (old,) = layers
+    for name in ("layer_types", "layers_block_type"):
+        kinds = get(default, name)
+        if name not in accepted or not _settable(config_cls, name):
+            continue
+        if not isinstance(kinds, list) or len(kinds) != old:
+            continue
+        if not all(isinstance(k, str) for k in kinds):
+            continue
+        kept = list(range(new_layers))
+        firsts = {}
+        for i, kind in enumerate(kinds):
+            firsts.setdefault(kind, i)
+        missing = [i for kind, i in firsts.items() if kind not in {kinds[j] for j in kept}]
+        for slot, index in zip(range(new_layers - 1, 0, -1), missing):
+            kept[slot] = index
+        return sorted(kept)
+    return []
 
 
 def shrink_kwargs(
@@ -282,6 +313,11 @@ def shrink_kwargs(
             del kw[name]
     layers = {get(default, n) for n in LAYER_COUNTS if n in kw}
     new_layers = min((kw[n] for n in LAYER_COUNTS if n in kw), default=None)
+    kept = (
+        []
+        if FIRST_LAYERS in undone
+        else _kept_layers(default, accepted, config_cls, layers, new_layers)
+    )
     for name in sorted(accepted):
         value = get(default, name)
         if name in kw or not _settable(config_cls, name):
@@ -291,7 +327,7 @@ def shrink_kwargs(
         elif isinstance(value, list) and len(value) in layers:
             # per-layer lists (layer_types, ...) follow the shrunk layer count; per-layer sizes
             # (Gemma 3n's intermediate_size) are shrunk as the single size would be
-            kw[name] = value[:new_layers]
+            kw[name] = [value[i] for i in kept] if kept else value[:new_layers]
             if name in SIZES and all(isinstance(v, int) for v in value):
                 kw[name] = [min(v, SIZES[name]) for v in kw[name]]
         elif isinstance(value, float) and ("drop" in name or _is_random(name)):
@@ -318,7 +354,7 @@ def shrink_kwargs(
     _fit_mamba(default, kw)
     _fit_tied(default, kw, accepted, config_cls)
     _fit_out_indices(default, kw, new_layers)
-    _fit_per_layer_config(default, kw, new_layers)
+    _fit_per_layer_config(default, kw, kept or list(range(new_layers or 0)))
     kw.update((n, v) for n, v in forced if "." not in n)
     return kw
 
@@ -429,9 +465,22 @@ def shrink_config(default, _undone: frozenset[str] = frozenset(), _forced: Force
         named |= {
             k for k in kw if k not in _undone and not is_config(kw[k]) and _names(str(exc), k)
         }
+        if FIRST_LAYERS not in _undone and _mixed_kinds(default, kw):
+            # a mix of layer kinds the config rejects (Dots3's sliding layers need multi-head
+            # attention): the first layers, as before `_kept_layers`, then the rules above
+            return shrink_config(default, _undone | {FIRST_LAYERS}, _forced)
         if not named:
             raise
         return shrink_config(default, _undone | named, _forced)
+
+
+def _mixed_kinds(config, kw: dict[str, Any]) -> bool:
+    """Whether `kw` keeps other layers than the first ones (`_kept_layers`)."""
+    for name in ("layer_types", "layers_block_type"):
+        kinds, default = kw.get(name), get(config, name)
+        if isinstance(kinds, list) and isinstance(default, list):
+            return kinds != list(default[: len(kinds)])
+    return False
 
 
 def _value(config, kw: dict[str, Any], name: str, shrunk: bool):
