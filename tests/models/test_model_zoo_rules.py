@@ -65,7 +65,26 @@ def test_mamba_heads_fit_the_mixer_width():
 def test_heterogeneous_per_layer_overrides_follow_the_layers():
     config = _shrunk("embedding_gemma2_text")  # overrides at layers 5, 11, ... of 24
     assert config.num_hidden_layers == 2
-    assert config.num_key_value_heads >= 1  # readable: no override is left past the stack
+    # the kept layers' overrides (layer 5, full attention, is the shrunk stack's layer 1),
+    # renumbered: none is left past the stack
+    overrides = config.to_dict()["per_layer_config"]
+    assert overrides and all(int(i) < config.num_hidden_layers for i in overrides)
+
+
+def test_every_kind_of_layer_is_kept():
+    # the first two layers of these are all sliding / linear: the shrunk stack keeps one
+    # of each kind, so the full-attention path is trained too
+    for model_type in ("gemma3_text", "qwen3_next", "olmo_hybrid"):
+        default = _default(model_type)
+        config = _shrunk(model_type)
+        assert set(config.layer_types) == set(default.layer_types)
+        assert len(config.layer_types) == config.num_hidden_layers == 2
+
+
+def _default(model_type: str):
+    from transformers import AutoConfig
+
+    return AutoConfig.for_model(model_type)
 
 
 def test_per_layer_sizes_and_shared_layers_are_shrunk():
