@@ -65,7 +65,26 @@ def test_mamba_heads_fit_the_mixer_width():
 def test_heterogeneous_per_layer_overrides_follow_the_layers():
     config = _shrunk("embedding_gemma2_text")  # overrides at layers 5, 11, ... of 24
     assert config.num_hidden_layers == 2
-    assert config.num_key_value_heads >= 1  # readable: no override is left past the stack
+    # the kept layers' overrides (layer 5, full attention, is the shrunk stack's layer 1),
+    # renumbered: none is left past the stack
+    overrides = config.to_dict()["per_layer_config"]
+    assert overrides and all(int(i) < config.num_hidden_layers for i in overrides)
+
+
+def test_every_kind_of_layer_is_kept():
+    # the first two layers of these are all sliding / linear: the shrunk stack keeps one
+    # of each kind, so the full-attention path is trained too
+    for model_type in ("gemma3_text", "qwen3_next", "olmo_hybrid"):
+        default = _default(model_type)
+        config = _shrunk(model_type)
+        assert set(config.layer_types) == set(default.layer_types)
+        assert len(config.layer_types) == config.num_hidden_layers == 2
+
+
+def _default(model_type: str):
+    from transformers import AutoConfig
+
+    return AutoConfig.for_model(model_type)
 
 
 def test_per_layer_sizes_and_shared_layers_are_shrunk():
@@ -91,6 +110,38 @@ def test_a_rejected_shrink_is_undone_where_the_message_points():
     assert config.text_config.num_hidden_layers == 2
 
 
+def _parameters(config) -> int:
+    from transformers import AutoModel
+
+    with torch.device("meta"):  # shapes only: nothing allocated, nothing initialised
+        return sum(p.numel() for p in AutoModel.from_config(config).parameters())
+
+
+def test_sizes_a_validation_ties_stay_shrunk_together():
+    # "`vision_config.text_hidden_size` (4608) must match `text_config.hidden_size` (64)":
+    # undoing both sides built the text model at full width, 1,157M parameters (OOM-killed)
+    config = _shrunk("inkling2")
+    assert config.vision_config.text_hidden_size == config.text_config.hidden_size == 64
+    assert _parameters(config) < 50_000_000
+    # the same across two sub-configs (audio output onto the text embeddings), and per-layer
+    # tuples the message names cut to the shrunk layer count rather than the count undone
+    config = _shrunk("muse_spark")
+    audio = config.audio_config
+    assert audio.out_hidden_size == config.text_config.hidden_size == 64
+    assert audio.num_hidden_layers == 2 == len(audio.patch_sizes) == len(audio.depths)
+    assert _parameters(config) < 100_000_000
+
+
+def test_derived_sizes_and_ids_stay_consistent():
+    config = _shrunk("xlnet")  # "`d_head` should be equal to `d_model // n_head`"
+    assert config.d_head == config.d_model // config.n_head and config.d_model == 64
+    # "`config.image_model_config.image_size` should match `config.patch_size`": tied
+    config = _shrunk("depth_pro")
+    assert config.patch_size == config.image_model_config.image_size == 32
+    config = _shrunk("esm")  # no vocabulary nor padding id by default (left to the checkpoint)
+    assert config.vocab_size == 256 and config.pad_token_id == 1
+
+
 def _batch(model_type: str):
     from torch_neuronx.testing.model_zoo import hf_models
 
@@ -107,6 +158,12 @@ def _batch(model_type: str):
         ("blip_2_qformer", {"query_embeds", "encoder_hidden_states"}),
         ("gemma3n_audio", {"audio_mel", "audio_mel_mask"}),
         ("audioflamingo3_encoder", {"input_features", "input_features_mask"}),
+        # time series: the context plus the largest lag, a horizon where the config has none
+        ("autoformer", {"past_values", "past_time_features", "past_observed_mask"}),
+        ("timesfm", {"past_values", "past_values_padding", "freq"}),
+        ("videoprism_vision_model", {"pixel_values_videos"}),  # (batch, frames, C, H, W)
+        ("siglip2_vision_model", {"pixel_values", "pixel_attention_mask", "spatial_shapes"}),
+        ("lxmert", {"input_ids", "visual_feats", "visual_pos"}),  # its detected regions
     ],
 )
 def test_synthetic_batch_follows_the_forward_signature(model_type, expected):
@@ -115,6 +172,36 @@ def test_synthetic_batch_follows_the_forward_signature(model_type, expected):
     with torch.no_grad():
         out = model(**batch, **train_check._forward_kwargs(model))  # the CPU reference runs
     assert train_check._floating_leaves(out)
+
+
+@pytest.mark.parametrize(
+    ("model_type", "name", "shape"),
+    [
+        ("videomae", "pixel_values", (2, 4, 3, 32, 32)),  # num_frames: a clip, not an image
+        ("mgp-str", "pixel_values", (2, 3, 32, 128)),  # image_size (height, width)
+        ("speech_to_text", "input_features", (2, 64, 80)),  # bins last: its extractor's layout
+        ("muse_spark_audio", "input_values", (2, 1632)),  # whole tokens of 96 samples
+    ],
+)
+def test_inputs_take_the_layout_the_model_reads(model_type, name, shape):
+    model, batch = _batch(model_type)
+    assert tuple(batch[name].shape) == shape
+    with torch.no_grad():
+        model(**batch, **train_check._forward_kwargs(model))
+
+
+def test_multimodal_rope_sections_fit_the_shrunk_rotary_dims():
+    # the modeling code's own default ([8, 12, 12] of 32) when the config has none
+    for model_type, partial in (("glm4v_text", 1.0), ("glm4v_moe_text", 0.5)):
+        config = _shrunk(model_type)
+        head_dim = config.hidden_size // config.num_attention_heads
+        assert sum(config.rope_parameters["mrope_section"]) == int(head_dim * partial) // 2
+
+
+def test_a_derived_stage_count_follows_the_stages():
+    backbone = _shrunk("mask2former").backbone_config  # Swin: num_layers is len(depths)
+    assert backbone.num_layers == len(backbone.depths) == len(backbone.stage_names) - 1
+    assert set(backbone.out_features) <= set(backbone.stage_names)
 
 
 def test_patch_grid_matches_the_flattened_patches():

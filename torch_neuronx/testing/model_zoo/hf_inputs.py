@@ -14,7 +14,12 @@ trajectory. Each input is made by its name, with sizes from the config:
   image of (1, 2m, 2m) patches per batch row, m the spatial merge size;
 - other `*_embeds` / `hidden_states`: (batch, seq, hidden) floats;
 - `noise` (ViTMAE's random masking): drawn here, once, so both devices mask alike;
-- `bbox`: boxes with x0 <= x1, y0 <= y1, in [0, 1000) for LayoutLM-style position tables.
+- `bbox`: boxes with x0 <= x1, y0 <= y1, in [0, 1000) for LayoutLM-style position tables;
+- images of the config's (height, width); clips (batch, frames, C, H, W) for a video model;
+  SigLIP 2's native-resolution patches where the forward takes `spatial_shapes`;
+- waveforms of whole tokens / at least two codec hops; spectrogram frames in whole windows;
+- time series: past values over the context plus the largest lag, with their masks;
+- LXMERT's detected regions (`visual_feats`, `visual_pos`).
 """
 
 from __future__ import annotations
@@ -29,12 +34,15 @@ BATCH = 2
 SEQ = 16
 _VOCAB = hf_shrink.VOCAB
 _SAMPLES = 1600  # waveform length: 0.1 s at 16 kHz
+_FRAMES = 4  # video clips' frames where the config does not say (the shrunk `num_frames`)
 _MODALITIES = ("pixel_values", "input_features", "input_values")
 _MODALITY_TOKENS = {
     "pixel_values": ("image_token_id", "image_token_index"),
     "input_features": ("audio_token_id", "audio_token_index"),
     "input_values": ("audio_token_id", "audio_token_index"),
 }
+# A region-based vision-language model's detected regions (LXMERT): input -> its width
+_REGIONS = {"visual_feats": "visual_feat_dim", "visual_pos": "visual_pos_dim"}
 # A decision transformer's trajectory: (name, config attribute of its width, or 1)
 _TRAJECTORY = (("states", "state_dim"), ("actions", "act_dim"), ("returns_to_go", None))
 
@@ -78,6 +86,8 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
         wanted.append("bbox")
     if "noise" in params and "pixel_values" in wanted:
         wanted.append("noise")  # ViTMAE's random masking, drawn here once for both devices
+    if "input_ids" in wanted and "visual_feats" in params:
+        wanted += [n for n in ("visual_feats", "visual_pos") if n in params]  # LXMERT's regions
     if "encoder_hidden_states" in params and config_value(config, "encoder_hidden_size"):
         wanted.append("encoder_hidden_states")  # a Q-Former cross-attends to image features
     batch: dict[str, torch.Tensor] = {}
@@ -114,8 +124,10 @@ def _tokens(config, g) -> torch.Tensor:
 def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
     if name.endswith("input_ids"):
         return {name: _tokens(config, g)}
-    if name == "pixel_values":
-        return _pixels(config, g)
+    if name == "pixel_values" and "spatial_shapes" in _params(model):
+        return _naflex(config, g)
+    if name in ("pixel_values", "pixel_values_videos"):
+        return _pixels(config, g, name)
     if name in ("input_features", "audio_mel"):
         return {name: _spectrogram(config, g, name)}
     if name == "input_values":
@@ -142,6 +154,23 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
         return {name: torch.rand(BATCH, (size // patch) ** 2, generator=g)}
     if name == "bbox":
         return {name: _boxes(config, g)}
+    if name in ("visual_feats", "visual_pos"):
+        # detected regions (LXMERT): SEQ of them, features of `visual_feat_dim`, boxes of
+        # `visual_pos_dim` in [0, 1)
+        width = config_value(config, _REGIONS[name]) or 4
+        return {name: torch.rand(BATCH, SEQ, width, generator=g)}
+    if name == "past_values":
+        return {name: _series(config, g)}
+    if name in ("past_observed_mask", "observed_mask") and "past_values" in batch:
+        return {name: torch.ones_like(batch["past_values"])}  # every value observed
+    if name == "past_values_padding" and "past_values" in batch:
+        return {name: torch.zeros(batch["past_values"].shape[:2])}  # no padding
+    if name == "past_time_features" and "past_values" in batch:
+        width = config_value(config, "num_time_features") or 0
+        steps = batch["past_values"].shape[1]
+        return {name: torch.randn(BATCH, steps, width, generator=g)}
+    if name == "freq":  # TimesFM's frequency class (0: high frequency)
+        return {name: torch.zeros(BATCH, 1, dtype=torch.long)}
     if name in dict(_TRAJECTORY):
         width = config_value(config, dict(_TRAJECTORY)[name]) if dict(_TRAJECTORY)[name] else 1
         return {name: torch.randn(BATCH, SEQ, width, generator=g)}
@@ -149,6 +178,27 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
         limit = config_value(config, "max_ep_len") or SEQ
         return {name: torch.randint(0, min(limit, 1000), (BATCH, SEQ), generator=g)}
     raise ValueError(f"no synthetic input for {name!r} (forward of {type(model).__name__})")
+
+
+def _series(config, g) -> torch.Tensor:
+    """A time series' past values: (batch, length) for one variable, (batch, length, channels)
+    for several (PatchTST's `num_input_channels`, a multivariate `input_size`). The length is
+    the context the model reads (`context_length`, defaulting to the forecast horizon as the
+    GluonTS-style models do) plus the largest lag those models look back; a long context
+    (TimesFM's 512 and 16,384, which it pads to) is cut to two patches."""
+    context = (
+        config_value(config, "context_length") or config_value(config, "prediction_length") or SEQ
+    )
+    patch = config_value(config, "patch_length")
+    if context > 4 * SEQ and isinstance(patch, int) and patch > 0:
+        context = 2 * patch
+    lags = config_value(config, "lags_sequence") or [0]
+    length = context + max(lags)
+    channels = config_value(config, "num_input_channels")  # PatchTST: always a channel dim
+    if channels is None and (config_value(config, "input_size") or 1) > 1:
+        channels = config_value(config, "input_size")
+    shape = (BATCH, length) if channels is None else (BATCH, length, channels)
+    return torch.randn(*shape, generator=g)
 
 
 def _steps(config, name: str, batch) -> tuple[int, int]:
@@ -162,13 +212,16 @@ def _steps(config, name: str, batch) -> tuple[int, int]:
 
 def _bins(config) -> int:
     """Features per frame: the mel bins, times the frames stacked into one (FunASR's low
-    frame rate input, `num_stacked_frames`)."""
+    frame rate input, `num_stacked_frames`); where the config does not say, its feature
+    extractor's (Gemma 4 audio's 128), else 80."""
     stacked = config_value(config, "num_stacked_frames") or 1
     for name in ("num_mel_bins", "feature_size", "input_feat_size"):
         value = config_value(config, name)
         if isinstance(value, int) and value > 0:
             return value * stacked
-    return 80 * stacked
+    out = _extract(config, "input_features")
+    bins = out and (getattr(out[0], "num_mel_bins", None) or getattr(out[0], "feature_size", None))
+    return (bins if isinstance(bins, int) and bins > 0 else 80) * stacked
 
 
 def _spectrogram(config, g, name: str) -> torch.Tensor:
@@ -176,6 +229,9 @@ def _spectrogram(config, g, name: str) -> torch.Tensor:
     (batch, channels, frames, bins) where it gives a channel dim (CLAP)."""
     bins = _bins(config)
     frames = 2 * (config_value(config, "max_source_positions") or SEQ)
+    window = config_value(config, "n_window")  # Qwen3-ASR reads whole windows of 2 x n_window
+    if isinstance(window, int) and window > 0:
+        frames = -(-frames // (2 * window)) * 2 * window
     shape = (
         _extractor_shape(config, "input_features", feature_size=7) if name != "audio_mel" else None
     )
@@ -194,18 +250,39 @@ def _waveform_or_spectrogram(config, g) -> torch.Tensor:
     (batch, frames, bins) spectrogram (the Audio Spectrogram Transformer: `max_length`
     frames of `num_mel_bins`)."""
     shape = _extractor_shape(config, "input_values")
+    samples = _samples(config)
     if shape is None or len(shape) == 2:
-        return torch.randn(BATCH, _SAMPLES, generator=g)
+        return torch.randn(BATCH, samples, generator=g)
     if shape[-1] >= _SAMPLES // 2:  # samples last: a multi-channel waveform
         channels = config_value(config, "audio_channels") or shape[1]
-        return torch.randn(BATCH, channels, _SAMPLES, generator=g)
+        return torch.randn(BATCH, channels, samples, generator=g)
     frames = config_value(config, "max_length") or 2 * SEQ
     return torch.randn(BATCH, frames, _bins(config), generator=g)
+
+
+def _samples(config) -> int:
+    """The waveform length: `_SAMPLES`, rounded up to whole tokens where the model takes a
+    whole number of them (MuseSpark's `samples_per_token`, the product of its patch sizes,
+    which its feature extractor pads to), or two hops of a codec whose hop is longer."""
+    per_token = config_value(config, "samples_per_token")
+    if isinstance(per_token, int) and per_token > 0:
+        return -(-_SAMPLES // per_token) * per_token
+    hop = config_value(config, "hop_length")  # a codec's samples per frame (PE Audio's DAC: 1920)
+    if isinstance(hop, int) and 0 < _SAMPLES < 2 * hop:
+        return 2 * hop  # two frames: its last strided conv needs one whole hop per output
+    return _SAMPLES
 
 
 def _extractor_shape(config, key: str, feature_size: int | None = None):
     """The shape of `key` in the model's own feature extractor's output for a 0.2 s tone (its
     class defaults, nothing downloaded); None when it has none or cannot run."""
+    out = _extract(config, key, feature_size)
+    return None if out is None else out[1]
+
+
+def _extract(config, key: str, feature_size: int | None = None):
+    """(the extractor, the shape of `key` in its output for a 0.2 s tone), as
+    `_extractor_shape`; None when there is none."""
     import numpy as np
     import transformers
     from transformers.models.auto.feature_extraction_auto import FEATURE_EXTRACTOR_MAPPING_NAMES
@@ -228,7 +305,7 @@ def _extractor_shape(config, key: str, feature_size: int | None = None):
         fe = cls(feature_size=feature_size) if feature_size else cls()
         rate = getattr(fe, "sampling_rate", 16000)
         tone = np.sin(np.arange(3200, dtype=np.float32) * 0.05)
-        return tuple(fe([tone], sampling_rate=rate, return_tensors="pt")[key].shape)
+        return fe, tuple(fe([tone], sampling_rate=rate, return_tensors="pt")[key].shape)
     except Exception:  # noqa: BLE001 - an extractor that cannot run says nothing: the default
         return None
 
@@ -236,23 +313,58 @@ def _extractor_shape(config, key: str, feature_size: int | None = None):
 def _bins_last(config) -> bool:
     """Whether the model takes its features as (batch, frames, bins) (Parakeet, Cohere ASR)
     rather than Whisper's (batch, bins, frames): the extractor run with an odd bin count that
-    no frame count matches."""
+    no frame count matches, or, for an extractor whose bin count is another argument
+    (Speech2Text's `num_mel_bins`), run with its defaults: its bins (or a stack of them,
+    W2V-BERT's two frames of 80) last, and the frames of the short tone not a multiple of them."""
     shape = _extractor_shape(config, "input_features", feature_size=7)
-    return shape is not None and len(shape) == 3 and shape[-1] == 7 and shape[1] != 7
+    if shape is not None and len(shape) == 3 and shape[-1] == 7 and shape[1] != 7:
+        return True
+    out = _extract(config, "input_features")
+    if out is None or len(out[1]) != 3:
+        return False
+    fe, (_, first, last) = out
+    bins = getattr(fe, "num_mel_bins", None) or getattr(fe, "feature_size", None)
+    return isinstance(bins, int) and bins > 0 and last % bins == 0 and first % bins != 0
 
 
-def _pixels(config, g: torch.Generator) -> dict[str, torch.Tensor]:
-    size = config_value(config, "image_size") or 32
-    size = size[0] if isinstance(size, list | tuple) else size
+def _pixels(config, g: torch.Generator, name: str = "pixel_values") -> dict[str, torch.Tensor]:
+    """Images (batch, channels, height, width) of the config's `image_size` (a (height, width)
+    pair where it gives one: MGP-STR's 32 x 128 text lines; its `crop_size` where it has no
+    image size: V-JEPA 2), or clips (batch, frames, channels, height, width) for a video model
+    (a config with `num_frames` / `frames_per_clip`, or a `*_videos` input)."""
+    size = config_value(config, "image_size") or config_value(config, "crop_size") or 32
+    height, width = (size[0], size[-1]) if isinstance(size, list | tuple) else (size, size)
     channels = config_value(config, "num_channels") or 3
-    return {"pixel_values": torch.randn(BATCH, channels, size, size, generator=g)}
+    frames = config_value(config, "num_frames") or config_value(config, "frames_per_clip")
+    if name.endswith("_videos") or isinstance(frames, int):
+        shape = (BATCH, frames or _FRAMES, channels, height, width)
+    else:
+        shape = (BATCH, channels, height, width)
+    return {name: torch.randn(*shape, generator=g)}
+
+
+def _naflex(config, g) -> dict[str, torch.Tensor]:
+    """SigLIP 2's native-resolution input: each image as its (h, w) patches, flattened to
+    (batch, h * w, channels * patch^2), with their `spatial_shapes` and a `pixel_attention_mask`
+    of valid patches (all): a 32 px image, 2 x 2 patches of 16."""
+    patch = config_value(config, "patch_size") or 16
+    patch = patch[0] if isinstance(patch, list | tuple) else patch
+    channels = config_value(config, "num_channels") or 3
+    side = max(2, (config_value(config, "image_size") or 32) // patch)
+    return {
+        "pixel_values": torch.randn(BATCH, side * side, channels * patch * patch, generator=g),
+        "pixel_attention_mask": torch.ones(BATCH, side * side, dtype=torch.long),
+        "spatial_shapes": torch.tensor([[side, side]] * BATCH),
+    }
 
 
 def _patches(config, g, name: str, flat_name: str) -> dict[str, torch.Tensor]:
     """Qwen2-VL-style vision input: `grid_thw` rows (t, h, w) in patches, and the patches
     flattened to (sum t*h*w, channels * temporal_patch * patch^2) as `flat_name`."""
     merge = config_value(config, "spatial_merge_size") or 1
-    temporal = config_value(config, "temporal_patch_size") or 1
+    temporal = (
+        config_value(config, "temporal_patch_size") or config_value(config, "patch_temporal") or 1
+    )
     patch = config_value(config, "patch_size") or 14
     channels = config_value(config, "in_channels") or config_value(config, "num_channels") or 3
     temporal = temporal[0] if isinstance(temporal, list | tuple) else temporal

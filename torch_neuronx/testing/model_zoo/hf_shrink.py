@@ -13,9 +13,17 @@ carry them along, each for a whole kind of config rather than one model:
 - per-layer data follows the layer count (`layer_types`, a heterogeneous config's
   `per_layer_config`), a backbone's `out_indices` are mapped onto the shrunk stages;
 - aliases (`attribute_map`) that name something other than a size (ConvNeXt's
-  `num_hidden_layers` is its stage count) and read-only properties are left alone;
-- a shrink the config class still rejects (its own validation names the attribute) is undone
-  for the attributes its message names, and the config is built again.
+  `num_hidden_layers` is its stage count), a stage count the constructor does not take (Swin's
+  `num_layers`, len(depths)) and read-only properties are left alone;
+- values a model needs and the default leaves to the checkpoint or the user are given: a
+  forecast horizon (`prediction_length`), a padding id beside a vocabulary, multimodal RoPE
+  sections (`mrope_section`) fitted to the shrunk rotary dims;
+- a shrink the config class still rejects (its own validation names the attributes) is
+  carried over where the named sizes were equal in the default (Inkling2's
+  `vision_config.text_hidden_size` must match `text_config.hidden_size`: both become the
+  shrunk width), else undone for the attributes its message names; the config is built again.
+  (Undoing an equality undoes both sides: the text model back at full width, 1,157M
+  parameters.)
 """
 
 from __future__ import annotations
@@ -80,7 +88,16 @@ SIZES: dict[str, int] = {
     "max_source_positions": 32,
     "max_length": 64,  # spectrogram frames (the Audio Spectrogram Transformer)
     "num_queries": 16,  # detection queries (DETR-style): fewer than a 32 px image's anchors
+    "num_frames": 4,  # video clips (VideoMAE, ViViT: a multiple of the tubelet's 1 or 2 frames)
+    "frames_per_clip": 4,
 }
+
+# in `undone`: keep the first layers only, not one of each kind (`_kept_layers`)
+FIRST_LAYERS = "<first layers>"
+# (name, value) pairs set over the shrink rules: the ties a validation message asked for
+Forced = tuple[tuple[str, Any], ...]
+
+PREDICTION_LENGTH = 4
 
 LAYER_COUNTS = tuple(n for n in SIZES if "layers" in n or n == "n_layer")
 _WIDTHS = ("hidden_size", "d_model", "n_embd", "embed_dim", "dim")
@@ -91,6 +108,7 @@ MAMBA_HEADS = 8
 # The vocabulary of a shrunk config (when every special token id fits below it), and of a
 # config whose default has none (ESM's default leaves it to the checkpoint).
 VOCAB = 256
+PAD_ID = 1  # the padding id given with that vocabulary (hf_inputs draws ids from 3)
 
 
 def is_config(value) -> bool:
@@ -151,6 +169,11 @@ def _fit_heads(default, kw: dict[str, Any]) -> None:
     if "head_dim" in vars(default) and get(default, "head_dim") is None and "hidden_size" in kw:
         # head_dim None means hidden / heads, which some models read as a number (Ministral)
         kw["head_dim"] = kw["hidden_size"] // kw.get("num_attention_heads", heads)
+    width, old_heads = get(default, "d_model"), get(default, "n_head")
+    if isinstance(width, int) and isinstance(old_heads, int) and "d_model" in kw:
+        # XLNet, Funnel: d_head is d_model // n_head in the default, and must stay so
+        if get(default, "d_head") == width // old_heads:
+            kw["d_head"] = kw["d_model"] // kw.get("n_head", old_heads)
     kv = get(default, "num_key_value_heads")
     if "num_key_value_heads" in kw and kv == _heads(get(default, "num_attention_heads")):
         kw["num_key_value_heads"] = kw.get("num_attention_heads", kv)
@@ -163,7 +186,9 @@ def _tied(name: str) -> bool:
         return False
     # not `*hidden_dim`: D-FINE's encoder_hidden_dim equals its d_model by chance, and its
     # backbone projection is built for 256
-    return any(w in name for w in ("codebook", "proj", "embed")) and "vocab" not in name
+    # (ViT's pooler_output_size: the pooler's width, a projection's input in a dual encoder)
+    words = ("codebook", "proj", "embed", "pooler")
+    return any(w in name for w in words) and "vocab" not in name
 
 
 def _fit_tied(default, kw: dict[str, Any], accepted: set[str], config_cls) -> None:
@@ -220,42 +245,89 @@ def _fit_out_indices(default, kw: dict[str, Any], new_layers: int | None) -> Non
     kw.pop("stage_names", None)
 
 
-def _fit_per_layer_config(default, kw: dict[str, Any], new_layers: int | None) -> None:
-    """A heterogeneous config's per-layer overrides: those of the layers kept (the first
-    ones, as `layer_types` keeps them), their sizes shrunk by the same rules."""
+def _fit_per_layer_config(default, kw: dict[str, Any], kept: list[int]) -> None:
+    """A heterogeneous config's per-layer overrides: those of the layers kept (`_kept_layers`,
+    renumbered as they are in the shrunk stack), their sizes shrunk by the same rules."""
     per_layer = default.to_dict().get("per_layer_config")
-    if not per_layer or new_layers is None:
+    if not per_layer or not kept:
         return
-    kept = {}
+    shrunk_overrides = {}
     for index, overrides in per_layer.items():
-        if int(index) < new_layers:
+        if int(index) in kept:
             shrunk = {
                 k: min(v, SIZES[k]) if k in SIZES and isinstance(v, int) else v
                 for k, v in overrides.items()
             }
-            kept[index] = shrunk
-    kw["per_layer_config"] = kept
+            key = kept.index(int(index))
+            shrunk_overrides[str(key) if isinstance(index, str) else key] = shrunk
+    kw["per_layer_config"] = shrunk_overrides
 
 
-def shrink_kwargs(config_cls, default, undone: frozenset[str] = frozenset()) -> dict[str, Any]:
+def _kept_layers(default, accepted, config_cls, layers: set, new_layers: int | None) -> list:
+    """Which layers of the default stack the shrunk one keeps: the first ones, but with every
+    kind of layer the default's `layer_types` has (Gemma 3's sliding and full attention, Qwen3-
+    Next's linear and full: the first two are both sliding / linear, and a hybrid model would
+    not run its other kind at all) — the first layer of each kind missing replaces the last
+    ones kept, in order. [] where there is one layer count and no per-layer kinds to keep."""
+    if len(layers) != 1 or not new_layers:
+        return []
+    (old,) = layers
+    for name in ("layer_types", "layers_block_type"):
+        kinds = get(default, name)
+        if name not in accepted or not _settable(config_cls, name):
+            continue
+        if not isinstance(kinds, list) or len(kinds) != old:
+            continue
+        if not all(isinstance(k, str) for k in kinds):
+            continue
+        kept = list(range(new_layers))
+        firsts = {}
+        for i, kind in enumerate(kinds):
+            firsts.setdefault(kind, i)
+        missing = [i for kind, i in firsts.items() if kind not in {kinds[j] for j in kept}]
+        for slot, index in zip(range(new_layers - 1, 0, -1), missing):
+            kept[slot] = index
+        return sorted(kept)
+    return []
+
+
+def shrink_kwargs(
+    config_cls, default, undone: frozenset[str] = frozenset(), forced: Forced = ()
+) -> dict[str, Any]:
     """The constructor arguments that shrink `default` (an instance of `config_cls`), but for
-    the attributes in `undone` (``sub.attr`` for one of a sub-config)."""
+    the attributes in `undone` (``sub.attr`` for one of a sub-config), and with the values of
+    `forced` ((name, value) pairs, ``sub.attr`` names likewise) over the rules'."""
     accepted = _accepted(config_cls, default)
     kw: dict[str, Any] = {}
     for name, size in SIZES.items():
         value = get(default, name) if name in accepted and _settable(config_cls, name) else None
         if isinstance(value, int) and not isinstance(value, bool) and value > size:
             kw[name] = size
+    params = set(inspect.signature(config_cls.__init__).parameters)
+    params |= set(getattr(config_cls, "__dataclass_fields__", {}))
+    depths = get(default, "depths")
+    for name in [n for n in LAYER_COUNTS if n in kw and n not in params]:
+        if isinstance(depths, list | tuple) and get(default, name) == len(depths):
+            # a stage count the constructor does not take: Swin's num_layers is len(depths),
+            # and set it would disagree with the stages (`depths` keeps them, one block each)
+            del kw[name]
     layers = {get(default, n) for n in LAYER_COUNTS if n in kw}
     new_layers = min((kw[n] for n in LAYER_COUNTS if n in kw), default=None)
+    kept = (
+        []
+        if FIRST_LAYERS in undone
+        else _kept_layers(default, accepted, config_cls, layers, new_layers)
+    )
     for name in sorted(accepted):
         value = get(default, name)
         if name in kw or not _settable(config_cls, name):
             continue
-        if isinstance(value, list) and len(value) in layers:
+        if name == "depths" and isinstance(value, list | tuple):
+            kw[name] = [1] * len(value)  # hierarchical vision models: one block per stage
+        elif isinstance(value, list) and len(value) in layers:
             # per-layer lists (layer_types, ...) follow the shrunk layer count; per-layer sizes
             # (Gemma 3n's intermediate_size) are shrunk as the single size would be
-            kw[name] = value[:new_layers]
+            kw[name] = [value[i] for i in kept] if kept else value[:new_layers]
             if name in SIZES and all(isinstance(v, int) for v in value):
                 kw[name] = [min(v, SIZES[name]) for v in kw[name]]
         elif isinstance(value, float) and ("drop" in name or _is_random(name)):
@@ -267,17 +339,23 @@ def shrink_kwargs(config_cls, default, undone: frozenset[str] = frozenset()) -> 
         elif "drop" in name and isinstance(value, list | tuple) and value:
             if all(isinstance(v, float) for v in value):  # per-stage rates (CvT's drop_path_rate)
                 kw[name] = [0.0] * len(value)
-        elif name == "depths" and isinstance(value, list | tuple):
-            kw[name] = [1] * len(value)  # hierarchical vision models: one block per stage
+        elif name == "prediction_length" and value is None:
+            # a time-series forecast horizon the config leaves to the user (GluonTS-style
+            # models raise without one): a short one
+            kw[name] = PREDICTION_LENGTH
         elif is_config(value):
             # composite models: text/vision/audio sub-configs
             inner = frozenset(n.split(".", 1)[1] for n in undone if n.startswith(f"{name}."))
-            kw[name] = shrink_config(value, inner)
+            inner_forced = tuple(
+                (n.split(".", 1)[1], v) for n, v in forced if n.startswith(f"{name}.")
+            )
+            kw[name] = shrink_config(value, inner, inner_forced)
     _fit_heads(default, kw)
     _fit_mamba(default, kw)
     _fit_tied(default, kw, accepted, config_cls)
     _fit_out_indices(default, kw, new_layers)
-    _fit_per_layer_config(default, kw, new_layers)
+    _fit_per_layer_config(default, kw, kept or list(range(new_layers or 0)))
+    kw.update((n, v) for n, v in forced if "." not in n)
     return kw
 
 
@@ -298,19 +376,40 @@ def _token_ids_fit(config, vocab: int) -> bool:
     return True
 
 
-def _fit_mrope(merged: dict) -> None:
-    """Multimodal RoPE splits head_dim / 2 into sections (Qwen2-VL's `mrope_section`, e.g.
-    [24, 20, 20] of 64): scaled to the shrunk head_dim, largest remainders first."""
+# Multimodal RoPE's split of the rotary frequencies into (time, height, width) sections where
+# the config gives none and the model has its own default: Qwen2-VL's [16, 24, 24] and GLM-4V's
+# [8, 12, 12] are both 2:3:3.
+MROPE_SHARES = (2, 3, 3)
+
+
+def _fit_mrope(merged: dict, config_cls) -> None:
+    """Multimodal RoPE splits the rotary frequencies (head_dim x partial_rotary_factor / 2)
+    into sections (Qwen2-VL's `mrope_section`, e.g. [24, 20, 20] of 64): scaled to the shrunk
+    head_dim, largest remainders first. A model whose config class declares the key but whose
+    config leaves it out (its modeling code defaults to [16, 24, 24] of 64) gets one of the
+    default's shares, `MROPE_SHARES`."""
     rope = merged.get("rope_parameters")
-    section = rope.get("mrope_section") if isinstance(rope, dict) else None
+    if not isinstance(rope, dict):
+        return
+    section = rope.get("mrope_section")
+    if (
+        not section
+        and rope
+        and "mrope_section" in getattr(config_cls, "ignore_keys_at_rope_validation", ())
+    ):
+        section = list(MROPE_SHARES)
     head_dim = merged.get("head_dim")
     if not isinstance(head_dim, int):
         heads = merged.get("num_attention_heads")
         hidden = merged.get("hidden_size")
         head_dim = hidden // heads if isinstance(hidden, int) and isinstance(heads, int) else None
-    if not section or not head_dim or sum(section) == head_dim // 2:
+    partial = rope.get("partial_rotary_factor", merged.get("partial_rotary_factor")) or 1.0
+    if not section or not head_dim:
         return
-    half, total = head_dim // 2, sum(section)
+    half, total = int(head_dim * partial) // 2, sum(section)
+    if total == half:
+        merged["rope_parameters"] = {**rope, "mrope_section": list(section)}
+        return
     exact = [v * half / total for v in section]
     fitted = [int(x) for x in exact]
     by_remainder = sorted(range(len(exact)), key=lambda i: fitted[i] - exact[i])
@@ -319,12 +418,13 @@ def _fit_mrope(merged: dict) -> None:
     merged["rope_parameters"] = {**rope, "mrope_section": fitted}
 
 
-def shrink_config(default, _undone: frozenset[str] = frozenset()):
+def shrink_config(default, _undone: frozenset[str] = frozenset(), _forced: Forced = ()):
     """A copy of the config `default` with the sizes of `SIZES`, dropout 0 and (when every
     special token id fits) a vocabulary of `VOCAB`. When the config class rejects the shrunk
-    values, the shrink of the attributes its message names is undone and it is built again."""
+    values, the sizes its message names are made equal where they were equal in the default
+    (`_tie`), else their shrink is undone, and it is built again."""
     config_cls = type(default)
-    kw = shrink_kwargs(config_cls, default, _undone)
+    kw = shrink_kwargs(config_cls, default, _undone, _forced)
     kw = {k: v for k, v in kw.items() if k not in _undone}
     vocab = get(default, "vocab_size")
     accepted = _accepted(config_cls, default)
@@ -337,8 +437,12 @@ def shrink_config(default, _undone: frozenset[str] = frozenset()):
                 other = get(default, name)
                 if name.startswith("vocab_size_") and isinstance(other, int) and other > VOCAB:
                     kw[name] = VOCAB
+        if vocab is None and "pad_token_id" in accepted and get(default, "pad_token_id") is None:
+            # a vocabulary left to the checkpoint leaves its padding id too (ESM masks
+            # `input_ids != pad_token_id`): one below the synthetic ids, which start at 3
+            kw["pad_token_id"] = PAD_ID
     merged = {**default.to_dict(), **kw}
-    _fit_mrope(merged)
+    _fit_mrope(merged, config_cls)
     merged.pop("model_type", None)
     merged.pop("transformers_version", None)
     if merged.get("architectures") is None:
@@ -349,18 +453,91 @@ def shrink_config(default, _undone: frozenset[str] = frozenset()):
     except Exception as exc:  # noqa: BLE001 - a validation error names what it rejects
         # `sub.attr` (FunASR's "adaptor_config.intermediate_size must equal text_config.
         # hidden_size // 4") undoes that attribute of the sub-config, a plain name its own
-        dotted = set(re.findall(r"([A-Za-z_]\w*)\.([A-Za-z_]\w*)", str(exc)))
+        # (overlapping: `config.image_model_config.image_size` names both pairs)
+        dotted = set(re.findall(r"(?<!\w)(?=([A-Za-z_]\w*)\.([A-Za-z_]\w*))", str(exc)))
+        tied = _tie(default, kw, {f"{a}.{b}" for a, b in dotted}, str(exc), dict(_forced))
+        tied = tied or _follow_layers(default, kw, str(exc), dict(_forced))
+        if tied:
+            return shrink_config(default, _undone, (*_forced, *tied.items()))
         named = {
             f"{a}.{b}" for a, b in dotted if is_config(kw.get(a)) and f"{a}.{b}" not in _undone
         }
         named |= {
             k for k in kw if k not in _undone and not is_config(kw[k]) and _names(str(exc), k)
         }
+        if FIRST_LAYERS not in _undone and _mixed_kinds(default, kw):
+            # a mix of layer kinds the config rejects (Dots3's sliding layers need multi-head
+            # attention): the first layers, as before `_kept_layers`, then the rules above
+            return shrink_config(default, _undone | {FIRST_LAYERS}, _forced)
         if not named:
             raise
-        return shrink_config(default, _undone | named)
+        return shrink_config(default, _undone | named, _forced)
 
 
-def _names(message: str, name: str) -> bool:
-    """Whether a validation message names the attribute `name` (as a word)."""
-    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", message) is not None
+def _mixed_kinds(config, kw: dict[str, Any]) -> bool:
+    """Whether `kw` keeps other layers than the first ones (`_kept_layers`)."""
+    for name in ("layer_types", "layers_block_type"):
+        kinds, default = kw.get(name), get(config, name)
+        if isinstance(kinds, list) and isinstance(default, list):
+            return kinds != list(default[: len(kinds)])
+    return False
+
+
+def _value(config, kw: dict[str, Any], name: str, shrunk: bool):
+    """The value of `name` (``sub.attr`` for a sub-config's) in the default `config`, or in
+    the shrunk one (`kw` over the default) when `shrunk`."""
+    if "." in name:
+        sub, attr = name.split(".", 1)
+        inner = kw.get(sub) if shrunk else get(config, sub)
+        return get(inner, attr) if is_config(inner) else None
+    return kw[name] if shrunk and name in kw else get(config, name)
+
+
+def _tie(config, kw: dict[str, Any], dotted: set[str], message: str, forced: dict):
+    """Sizes a validation message names (``sub.attr``, or the config's own) that were equal in
+    the default and are not after the shrink: each set to the smallest of their shrunk values
+    (a projection's width must match the text model's hidden size). {} when there is none, or
+    when the same tie was already made (the message is about something else)."""
+    names = {n for n in dotted if is_config(kw.get(n.split(".", 1)[0]))}
+    # the config's own attributes: named alone, not as the `attr` of a `sub.attr`, or as
+    # `config.attr` (Depth Pro's "`config.image_model_config.image_size=32` should match
+    # `config.patch_size=384`")
+    own = {k for k in {*kw, *vars(config)} if not is_config(kw.get(k))}
+    names |= {k for k in own if _names(message, k, dotted=False) or f"config.{k}" in dotted}
+    old = {n: _value(config, kw, n, shrunk=False) for n in names}
+    new = {n: _value(config, kw, n, shrunk=True) for n in names}
+    sizes = [v for v in old.values() if isinstance(v, int) and not isinstance(v, bool)]
+    if len(sizes) < 2 or len(set(sizes)) != 1:
+        return {}
+    tied = {n for n in names if old[n] == sizes[0]}
+    shrunk = [new[n] for n in tied if isinstance(new[n], int) and not isinstance(new[n], bool)]
+    if not shrunk:
+        return {}
+    target = min(shrunk)
+    changes = {n: target for n in tied if new[n] != target}
+    return {} if all(forced.get(n) == v for n, v in changes.items()) else changes
+
+
+def _follow_layers(config, kw: dict[str, Any], message: str, forced: dict):
+    """Per-layer sequences a validation message names beside a shrunk layer count, which had
+    one entry per layer in the default: cut to the shrunk count (MuseSpark audio's tuples
+    `patch_sizes`, `hidden_sizes`, `depths` of its 4 layers; the per-layer list rule of
+    `shrink_kwargs` takes lists only, as a hierarchical model's per-stage tuples keep their
+    stage count). {} when there is none, or it was done already."""
+    counts = {n: kw[n] for n in LAYER_COUNTS if n in kw and _names(message, n, dotted=False)}
+    changes = {}
+    for name in {*vars(config), *kw}:
+        value = kw.get(name, get(config, name))  # the shrunk one: `depths` of one block each
+        if not isinstance(value, list | tuple) or not _names(message, name, dotted=False):
+            continue
+        for count, new in counts.items():
+            if len(value) == get(config, count) and forced.get(name) != list(value[:new]):
+                changes[name] = list(value[:new])
+    return changes
+
+
+def _names(message: str, name: str, dotted: bool = True) -> bool:
+    """Whether a validation message names the attribute `name` (as a word; not after a dot
+    unless `dotted`, where ``sub.name`` counts too)."""
+    before = "A-Za-z0-9_" if dotted else "A-Za-z0-9_."
+    return re.search(rf"(?<![{before}]){re.escape(name)}(?![A-Za-z0-9_])", message) is not None
