@@ -233,3 +233,55 @@ def test_iota_of_an_mgrid_expression_spans_the_grid():
 
     want = (3 * torch.arange(3)[:, None] + torch.arange(3)[None, :]).expand(8, 5, 3, 3)
     assert torch.equal(k().cpu(), want.to(torch.int32))
+
+
+def test_hbm_row_gather_by_an_sbuf_index_tile_keeps_the_mask():
+    # hbm[b, rows_tile, i_f]: each partition reads the row its (P, 1) integer tile names (old
+    # kernels' indirect DMA); partitions past the valid rows are masked off, and their index
+    # values (out of range) must not be read
+    n_rows, n_valid = 40, 100
+
+    @lnki.jit
+    def gather_rows(x):
+        out = nl.ndarray((2, 128, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+        ip, jf = nl.arange(128)[:, None], nl.arange(8)[None, :]
+        for b in lnl.affine_range(2):
+            pos = lisa.iota(ip, dtype=nl.int32)
+            rows = (
+                lnl.mod(pos * 7, n_rows, dtype=nl.int32)
+                + lnl.floor(pos / n_valid, dtype=nl.int32) * 1000
+            )  # rows >= n_valid point far outside: only the mask keeps them out
+            valid = ip < n_valid
+            t = lnl.load(x[b, rows, jf], mask=valid)
+            lnl.store(out[b, ip, jf], value=t, mask=valid)
+        return out
+
+    x = _dev(2, n_rows, 8)
+    got = gather_rows(x).cpu()
+    want = x.cpu()[:, (torch.arange(n_valid) * 7) % n_rows]
+    torch.testing.assert_close(got[:, :n_valid], want, rtol=0, atol=0)
+
+
+def test_index_tile_refused_on_chip_and_when_not_one_column():
+    @lnki.jit
+    def on_chip(x):
+        out = nl.ndarray((128, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+        ip, jf = nl.arange(128)[:, None], nl.arange(8)[None, :]
+        s = lnl.load(x[ip, jf])
+        rows = lisa.iota(ip, dtype=nl.int32)
+        lnl.store(out[ip, jf], value=lnl.copy(s[rows, jf]))
+        return out
+
+    with pytest.raises(nki.NkiValidationError, match="only HBM tensors take an index tile"):
+        on_chip(_dev(128, 8))
+
+    @lnki.jit
+    def wide(x):
+        out = nl.ndarray((128, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+        ip, jf = nl.arange(128)[:, None], nl.arange(8)[None, :]
+        rows = lisa.iota(ip + jf, dtype=nl.int32)
+        lnl.store(out[ip, jf], value=lnl.load(x[rows, jf]))
+        return out
+
+    with pytest.raises(nki.NkiValidationError, match=r"must be \(P, 1\)"):
+        wide(_dev(200, 8))
