@@ -285,3 +285,33 @@ def test_index_tile_refused_on_chip_and_when_not_one_column():
 
     with pytest.raises(nki.NkiValidationError, match=r"must be \(P, 1\)"):
         wide(_dev(200, 8))
+
+
+def test_legacy_bfloat16_is_torch_bfloat16_but_numpy_gets_a_named_error():
+    # old kernels size buffers with np.dtype(nl.bfloat16); NumPy has no bfloat16 here
+    assert lnl.bfloat16 == torch.bfloat16 and torch.bfloat16 == lnl.bfloat16
+    assert {torch.bfloat16: 1}[lnl.bfloat16] == 1 and lnl.bfloat16 != torch.float16
+
+    @lnki.jit
+    def cast(x):
+        out = nl.ndarray(x.shape, dtype=lnl.bfloat16, buffer=nl.shared_hbm)
+        ip, jf = nl.arange(128)[:, None], nl.arange(16)[None, :]
+        t = lnl.load(x[ip, jf], dtype=lnl.bfloat16)
+        lnl.store(out[ip, jf], value=t)
+        return out
+
+    x = _dev(128, 16)
+    got = cast(x)
+    assert got.dtype == torch.bfloat16
+    torch.testing.assert_close(got.cpu(), x.cpu().to(torch.bfloat16), rtol=0, atol=0)
+
+    @lnki.jit
+    def sized(x):
+        _ = np.dtype(lnl.bfloat16).itemsize
+        return x
+
+    with pytest.raises(
+        nki.NkiUnsupportedError,
+        match=r"(?s)np\.dtype\(nl\.bfloat16\).*test_public_constructs.py:\d+ in sized",
+    ):
+        sized(_dev(128, 16))
