@@ -315,3 +315,16 @@ def test_legacy_bfloat16_is_torch_bfloat16_but_numpy_gets_a_named_error():
         match=r"(?s)np\.dtype\(nl\.bfloat16\).*test_public_constructs.py:\d+ in sized",
     ):
         sized(_dev(128, 16))
+
+
+def test_float8_e4m3_stays_apart_from_torch_float8_e4m3fn():
+    # Trn1/Trn2's FP8 E4M3 is the IEEE-style format (infinities, max 240); torch's
+    # float8_e4m3fn (no infinities, max 448) is a different format, native only from Trn3
+    # (docs/decisions.md): a kernel asserting `x.dtype == nl.float8_e4m3` on a float8_e4m3fn
+    # tensor is told the truth, not that the two are one type
+    assert nl.float8_e4m3 != torch.float8_e4m3fn and torch.float8_e4m3fn != nl.float8_e4m3
+    assert lnl.float8_e4m3 != lnl.float8_e4m3fn
+    # stored in e4m3fn bits: the two formats encode every |x| <= 240 the same way
+    from torch_neuronx.nki import dtypes
+
+    assert dtypes.storage_dtype(nl.float8_e4m3) is torch.float8_e4m3fn
