@@ -233,3 +233,98 @@ def test_iota_of_an_mgrid_expression_spans_the_grid():
 
     want = (3 * torch.arange(3)[:, None] + torch.arange(3)[None, :]).expand(8, 5, 3, 3)
     assert torch.equal(k().cpu(), want.to(torch.int32))
+
+
+def test_hbm_row_gather_by_an_sbuf_index_tile_keeps_the_mask():
+    # hbm[b, rows_tile, i_f]: each partition reads the row its (P, 1) integer tile names (old
+    # kernels' indirect DMA); partitions past the valid rows are masked off, and their index
+    # values (out of range) must not be read
+    n_rows, n_valid = 40, 100
+
+    @lnki.jit
+    def gather_rows(x):
+        out = nl.ndarray((2, 128, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+        ip, jf = nl.arange(128)[:, None], nl.arange(8)[None, :]
+        for b in lnl.affine_range(2):
+            pos = lisa.iota(ip, dtype=nl.int32)
+            rows = (
+                lnl.mod(pos * 7, n_rows, dtype=nl.int32)
+                + lnl.floor(pos / n_valid, dtype=nl.int32) * 1000
+            )  # rows >= n_valid point far outside: only the mask keeps them out
+            valid = ip < n_valid
+            t = lnl.load(x[b, rows, jf], mask=valid)
+            lnl.store(out[b, ip, jf], value=t, mask=valid)
+        return out
+
+    x = _dev(2, n_rows, 8)
+    got = gather_rows(x).cpu()
+    want = x.cpu()[:, (torch.arange(n_valid) * 7) % n_rows]
+    torch.testing.assert_close(got[:, :n_valid], want, rtol=0, atol=0)
+
+
+def test_index_tile_refused_on_chip_and_when_not_one_column():
+    @lnki.jit
+    def on_chip(x):
+        out = nl.ndarray((128, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+        ip, jf = nl.arange(128)[:, None], nl.arange(8)[None, :]
+        s = lnl.load(x[ip, jf])
+        rows = lisa.iota(ip, dtype=nl.int32)
+        lnl.store(out[ip, jf], value=lnl.copy(s[rows, jf]))
+        return out
+
+    with pytest.raises(nki.NkiValidationError, match="only HBM tensors take an index tile"):
+        on_chip(_dev(128, 8))
+
+    @lnki.jit
+    def wide(x):
+        out = nl.ndarray((128, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+        ip, jf = nl.arange(128)[:, None], nl.arange(8)[None, :]
+        rows = lisa.iota(ip + jf, dtype=nl.int32)
+        lnl.store(out[ip, jf], value=lnl.load(x[rows, jf]))
+        return out
+
+    with pytest.raises(nki.NkiValidationError, match=r"must be \(P, 1\)"):
+        wide(_dev(200, 8))
+
+
+def test_legacy_bfloat16_is_torch_bfloat16_but_numpy_gets_a_named_error():
+    # old kernels size buffers with np.dtype(nl.bfloat16); NumPy has no bfloat16 here
+    assert lnl.bfloat16 == torch.bfloat16 and torch.bfloat16 == lnl.bfloat16
+    assert {torch.bfloat16: 1}[lnl.bfloat16] == 1 and lnl.bfloat16 != torch.float16
+
+    @lnki.jit
+    def cast(x):
+        out = nl.ndarray(x.shape, dtype=lnl.bfloat16, buffer=nl.shared_hbm)
+        ip, jf = nl.arange(128)[:, None], nl.arange(16)[None, :]
+        t = lnl.load(x[ip, jf], dtype=lnl.bfloat16)
+        lnl.store(out[ip, jf], value=t)
+        return out
+
+    x = _dev(128, 16)
+    got = cast(x)
+    assert got.dtype == torch.bfloat16
+    torch.testing.assert_close(got.cpu(), x.cpu().to(torch.bfloat16), rtol=0, atol=0)
+
+    @lnki.jit
+    def sized(x):
+        _ = np.dtype(lnl.bfloat16).itemsize
+        return x
+
+    with pytest.raises(
+        nki.NkiUnsupportedError,
+        match=r"(?s)np\.dtype\(nl\.bfloat16\).*test_public_constructs.py:\d+ in sized",
+    ):
+        sized(_dev(128, 16))
+
+
+def test_float8_e4m3_stays_apart_from_torch_float8_e4m3fn():
+    # Trn1/Trn2's FP8 E4M3 is the IEEE-style format (infinities, max 240); torch's
+    # float8_e4m3fn (no infinities, max 448) is a different format, native only from Trn3
+    # (docs/decisions.md): a kernel asserting `x.dtype == nl.float8_e4m3` on a float8_e4m3fn
+    # tensor is told the truth, not that the two are one type
+    assert nl.float8_e4m3 != torch.float8_e4m3fn and torch.float8_e4m3fn != nl.float8_e4m3
+    assert lnl.float8_e4m3 != lnl.float8_e4m3fn
+    # stored in e4m3fn bits: the two formats encode every |x| <= 240 the same way
+    from torch_neuronx.nki import dtypes
+
+    assert dtypes.storage_dtype(nl.float8_e4m3) is torch.float8_e4m3fn

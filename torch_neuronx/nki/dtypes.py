@@ -110,6 +110,9 @@ FP8 = frozenset({torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e8m0fnu})
 
 def normalize(dtype):
     """The NKI dtype for ``dtype`` (a torch dtype, an NKI-only dtype or a name)."""
+    alias = getattr(dtype, "_nki_torch_dtype", None)  # legacy/bfloat16.py: old nl.bfloat16
+    if alias is not None:
+        return alias
     if dtype in SUPPORTED_TORCH:
         return dtype
     if isinstance(dtype, torch.dtype):

@@ -8,7 +8,7 @@ import torch
 
 from .errors import fail
 from .indexing import Idx, host
-from .tensor_base import BaseView
+from .tensor_base import BaseView, TensorBase
 
 
 class IndexedTensor(BaseView):
@@ -23,6 +23,9 @@ class IndexedTensor(BaseView):
 
     @classmethod
     def make(cls, base, key) -> IndexedTensor:
+        key = tuple(
+            _tile_index(base, d, k) if isinstance(k, TensorBase) else k for d, k in enumerate(key)
+        )
         with host():
             return cls._make(base, key)
 
@@ -136,6 +139,32 @@ class IndexedTensor(BaseView):
         sel = ~oob if mask is None else (mask & ~oob)
         sel = torch.broadcast_to(sel, self.shape)
         flat.index_put_((pos[sel],), v[sel])
+
+
+def _tile_index(base, d: int, tile) -> Idx:
+    """An on-chip ``(P, 1)`` integer tile in an index key (``hbm[b, rows_tile, i_f]`` in old
+    kernels): the rows of each partition are read from the tile, an indirect DMA gather or
+    scatter on dim ``d`` (the old compiler's DGE form of ``vector_offset=``). The values are
+    read when the tensor is indexed; out-of-range values need the access's ``mask=``."""
+    from .dynamic import check_index_tile
+
+    what = f"indexing dim {d} of a tensor of shape {base.shape} with a tile of indices"
+    if base.buffer.on_chip:
+        fail(
+            f"{what}: only HBM tensors take an index tile (indirect DMA); on-chip tensors "
+            f"are indexed with nl.arange/nl.mgrid or use nisa tensor indirection (.ap)"
+        )
+    check_index_tile(what, tile)
+    if tile.free_size != 1:
+        fail(
+            f"{what}: the tile must be (P, 1) (one index per partition), got shape "
+            f"{tuple(tile.shape)}; split it into (P, 1) columns"
+        )
+    values = tile.read()
+    if values.device.type == "meta":
+        fail(f"{what}: index values are unknown while tracing shapes; run the kernel eagerly")
+    with host():
+        return Idx(values.reshape(tile.shape[0], 1).to(torch.int64).cpu())
 
 
 def _progression(i: torch.Tensor, nd: int):

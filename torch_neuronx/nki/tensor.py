@@ -162,7 +162,8 @@ class NkiTensor(TensorBase):
             if view is not None:
                 return view
         for k in key:
-            if k.__class__ is Idx:
+            # an index expression, or a tile of indices (old kernels' indirect DMA)
+            if k.__class__ is Idx or isinstance(k, TensorBase):
                 return IndexedTensor.make(self, key)
         nd = self.ndim
         n_ell = sum(1 for k in key if k is Ellipsis)

@@ -30,6 +30,7 @@ from ..storage import MemoryRegion as _MR
 from . import compiler as _ncc
 from . import isa as _lisa
 from .accumulate import note_matmul
+from .bfloat16 import bfloat16  # noqa: F401 - nl.bfloat16 (old): NumPy asks for it by name
 from .blocks import BlockTensor, PsumBlocks, par_dim, split_shape
 from .loop_reduce import loop_reduce  # noqa: F401 - nl.loop_reduce
 
