@@ -81,6 +81,14 @@ def test_every_kind_of_layer_is_kept():
         assert len(config.layer_types) == config.num_hidden_layers == 2
 
 
+def test_a_model_that_rejects_the_mix_keeps_its_first_layers():
+    from torch_neuronx.testing.model_zoo import hf_models
+
+    # Gemma 3n's KV-sharing layers cannot be built with its full-attention layer moved up
+    _, config = hf_models.build("gemma3n_text")
+    assert config.layer_types == _default("gemma3n_text").layer_types[:2]
+
+
 def _default(model_type: str):
     from transformers import AutoConfig
 

@@ -35,9 +35,25 @@ def build(model_type: str, seed: int = 0):
     from torch_neuronx.testing import torchvision_shim
 
     torchvision_shim.install()  # transformers imports torchvision for vision/speech models
-    from transformers import AutoConfig, AutoModel
+    from transformers import AutoConfig
 
-    config = shrink_config(AutoConfig.for_model(model_type))
+    default = AutoConfig.for_model(model_type)
+    config = shrink_config(default)
+    try:
+        return _build(config, seed), config
+    except Exception:
+        if not hf_shrink.mixed_kinds(default, config):
+            raise
+        # a model that cannot be built with one layer of each kind from its default config
+        # (Gemma 3n's KV-sharing layers, Qwen4's indexer without sizes, Zamba's tied hybrid
+        # blocks): its first layers, as the shrink kept before every kind was
+        config = shrink_config(default, frozenset({hf_shrink.FIRST_LAYERS}))
+        return _build(config, seed), config
+
+
+def _build(config, seed: int):
+    from transformers import AutoModel
+
     config._attn_implementation = "eager" if _sdpa_unsupported(config) else "sdpa"
     torch.manual_seed(seed)
     try:
@@ -50,7 +66,7 @@ def build(model_type: str, seed: int = 0):
         config._attn_implementation = "eager"
         torch.manual_seed(seed)
         model = AutoModel.from_config(config)
-    return model.float(), config
+    return model.float()
 
 
 def _sdpa_unsupported(config) -> bool:

@@ -346,6 +346,7 @@ def shrink_kwargs(
         elif is_config(value):
             # composite models: text/vision/audio sub-configs
             inner = frozenset(n.split(".", 1)[1] for n in undone if n.startswith(f"{name}."))
+            inner |= undone & {FIRST_LAYERS}  # the whole model's stacks keep their first layers
             inner_forced = tuple(
                 (n.split(".", 1)[1], v) for n, v in forced if n.startswith(f"{name}.")
             )
@@ -481,6 +482,18 @@ def _mixed_kinds(config, kw: dict[str, Any]) -> bool:
         if isinstance(kinds, list) and isinstance(default, list):
             return kinds != list(default[: len(kinds)])
     return False
+
+
+def mixed_kinds(default, shrunk) -> bool:
+    """Whether the shrunk config (or a sub-config of it) keeps other layers than the first
+    ones of the default (`_kept_layers`)."""
+    if _mixed_kinds(default, {n: get(shrunk, n) for n in ("layer_types", "layers_block_type")}):
+        return True
+    return any(
+        mixed_kinds(value, get(shrunk, name))
+        for name, value in vars(default).items()
+        if is_config(value) and is_config(get(shrunk, name))
+    )
 
 
 def _value(config, kw: dict[str, Any], name: str, shrunk: bool):
