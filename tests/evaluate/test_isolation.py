@@ -18,6 +18,7 @@ import evaluate_support
 import pytest
 from evaluate_support import SCRIPTS, marker_line
 
+from torch_neuronx.runtime import env
 from torch_neuronx.testing.child import child_env
 
 MODES = {"plain": (), "fake": ("--fake",)}
@@ -55,7 +56,21 @@ def test_os_exit_in_the_script_is_a_blocking_error_in_a_report(run_eval, mode):
         assert "Fake projection withheld" in (r.out / "report.html").read_text()
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "mode",
+    [
+        "plain",
+        pytest.param(
+            "fake",
+            marks=pytest.mark.skipif(
+                not env.flag("TORCH_NEURONX_TEST_FULL"),
+                reason="a killed worker is met by the harness alone, whatever the mode (CI "
+                "runs --fake in the worker in the os._exit, fork and harness-signal tests): "
+                "TORCH_NEURONX_TEST_FULL=1",
+            ),
+        ),
+    ],
+)
 def test_a_signal_that_kills_the_script_still_gives_a_report(run_eval, mode):
     r = run_eval(f"sigkill-{mode}", *MODES[mode], "ends_itself.py", "sigkill")
     assert r.rc == 1, r.explain()

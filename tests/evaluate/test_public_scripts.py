@@ -64,7 +64,7 @@ def wlm_dir(tmp_path_factory):
     (root / "corpus").mkdir()
     rng = random.Random(0)
     words = [f"w{i}" for i in range(50)]
-    for name, lines in (("train", 40), ("valid", 8), ("test", 8)):
+    for name, lines in (("train", 16), ("valid", 8), ("test", 8)):
         text = "".join(" ".join(rng.choice(words) for _ in range(10)) + "\n" for _ in range(lines))
         (root / "corpus" / f"{name}.txt").write_text(text)
     return root
