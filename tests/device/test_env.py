@@ -34,6 +34,9 @@ ENVIRON_USERS = {
     "torch_neuronx/compile/inductor_dirs.py",
     # copies the environment, less the topology variables, into a child process's
     "torch_neuronx/testing/child.py",
+    # sets variables that the public NKI packages it runs read themselves
+    # (NKILIB_FORCE_BUNDLED_LIBRARY, NEURON_FRAMEWORK_DEBUG); reads none of its own
+    "torch_neuronx/tools/nki_public_run.py",
 }
 #: documented because they matter to users of the package, and read by PyTorch (some by
 #: torch_neuronx as well)

@@ -43,6 +43,7 @@ import torch
 from torch_neuronx import nki as nki_new
 from torch_neuronx.nki import errors as nki_errors
 from torch_neuronx.nki import legacy
+from torch_neuronx.runtime import topology
 
 SAMPLES_COMMIT = "6905a68a122f937e68403727759f035ddd144f95"  # aws-neuron/nki-samples HEAD
 SAMPLES_REF_COMMIT = "8370e11ba8d894be5e3c687c0772e7e1e889de4c"  # before "Remove reference kernels"
@@ -569,7 +570,7 @@ def run_in_process(case: Case, root: str) -> dict:
 
 
 def run_case(case: Case, root: str) -> dict:
-    if case.instance and os.environ.get("TORCH_NEURONX_EMULATED_INSTANCE") != case.instance:
+    if case.instance and topology.current().instance.name != case.instance:
         return run_in_process(case, root)
     load = Loader(root)
     t0 = time.perf_counter()
