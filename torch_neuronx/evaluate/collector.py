@@ -50,6 +50,7 @@ from torch_neuronx.runtime.op_names import strip_overload
 from . import advice, host_reads
 from .callsite import source_line, user_site
 from .steps import StepLimitReached, StepTracker  # noqa: F401 (fake.py imports it here)
+from .untraced import untraced
 
 _MAX_SITES = 8
 
@@ -582,7 +583,7 @@ class Collector:
 
 
 def _untraced(fn):
-    return torch.compiler.disable(fn, reason="torch-neuronx evaluate: instrumentation")
+    return untraced(fn, reason="torch-neuronx evaluate: instrumentation")
 
 
 def _produces(outputs, dtype) -> bool:

@@ -26,6 +26,7 @@ import torch
 from torch_neuronx.runtime import patches
 
 from .callsite import user_site
+from .untraced import untraced
 
 #: Tensor attribute -> the kind of read it is
 KINDS = {
@@ -95,7 +96,7 @@ def _wrap(name: str, kind: str, original):
     read.__doc__ = getattr(original, "__doc__", None)
     # run outside Dynamo: the eager remainder of a compiled function (after a graph break)
     # calls these, and Dynamo would otherwise trace the wrapper as if it were user code
-    return torch.compiler.disable(read, reason="torch-neuronx evaluate: host-read watch")
+    return untraced(read, reason="torch-neuronx evaluate: host-read watch")
 
 
 def watch(sink) -> None:
