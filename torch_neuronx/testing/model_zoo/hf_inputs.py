@@ -25,6 +25,7 @@ trajectory. Each input is made by its name, with sizes from the config:
 from __future__ import annotations
 
 import inspect
+import re
 
 import torch
 
@@ -116,14 +117,30 @@ def _side_by_side(config, modality: str) -> bool:
     return modality == "pixel_values" or "logit_scale_init_value" in dir(config)
 
 
-def _tokens(config, g) -> torch.Tensor:
+def _tokens(config, g, model=None, name: str = "input_ids") -> torch.Tensor:
+    """Token ids (batch, seq); (batch x codebooks, seq) where the forward documents that
+    layout (Musicgen's decoder: "(batch_size * num_codebooks, sequence_length)")."""
     vocab = min(config_value(config, "vocab_size") or _VOCAB, _VOCAB)
-    return torch.randint(3, vocab, (BATCH, SEQ), generator=g)
+    rows = BATCH
+    dims = _documented_shape(model, name) if model is not None else []
+    if dims and re.fullmatch(r"batch_size \* \w+", dims[0]):
+        factor = config_value(config, dims[0].split("*")[1].strip())
+        if isinstance(factor, int) and factor > 0:
+            rows = BATCH * factor
+    return torch.randint(3, vocab, (rows, SEQ), generator=g)
+
+
+def _documented_shape(model, name: str) -> list[str]:
+    """The dims of input `name` as the forward's docstring gives them ("name (`torch.
+    LongTensor` of shape `(batch_size, sequence_length)`)"), [] where it gives none."""
+    doc = getattr(model.forward, "__doc__", None) or ""
+    found = re.search(rf"(?m)^\s*{re.escape(name)} \([^)]*?of shape `\(([^`]*)\)`", doc)
+    return [d.strip() for d in found.group(1).split(",")] if found else []
 
 
 def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
     if name.endswith("input_ids"):
-        return {name: _tokens(config, g)}
+        return {name: _tokens(config, g, model, name)}
     if name == "pixel_values" and "spatial_shapes" in _params(model):
         return _naflex(config, g)
     if name in ("pixel_values", "pixel_values_videos"):

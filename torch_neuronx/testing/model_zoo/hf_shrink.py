@@ -98,6 +98,7 @@ FIRST_LAYERS = "<first layers>"
 Forced = tuple[tuple[str, Any], ...]
 
 PREDICTION_LENGTH = 4
+WINDOW = 2  # a windowed hierarchy's window, where the shrunk image is smaller than the default's
 
 LAYER_COUNTS = tuple(n for n in SIZES if "layers" in n or n == "n_layer")
 _WIDTHS = ("hidden_size", "d_model", "n_embd", "embed_dim", "dim")
@@ -218,6 +219,21 @@ def _fit_tied(default, kw: dict[str, Any], accepted: set[str], config_cls) -> No
                 kw[name] = min(max(1, round(value * new_layers / old_layers)), new_layers - 1)
 
 
+def _fill_unset(default, kw: dict[str, Any], accepted: set[str]) -> None:
+    """Sizes the default leaves unset (None) where the modeling code reads a number: key/value
+    heads (None meant "as many as the heads", Nemotron's config keeps the None), and the
+    experts each token is routed to in a mixture of experts (DeepSeek V2 leaves it to the
+    checkpoint; a top-k of None fails). Not a None expert count: that means a dense model."""
+    heads = kw.get("num_attention_heads", get(default, "num_attention_heads"))
+    if "num_key_value_heads" in accepted and get(default, "num_key_value_heads", 0) is None:
+        if isinstance(heads, int) and _settable(type(default), "num_key_value_heads"):
+            kw["num_key_value_heads"] = heads
+    experts = ("num_experts", "num_local_experts", "n_routed_experts")
+    if "num_experts_per_tok" in accepted and get(default, "num_experts_per_tok", 0) is None:
+        if any(isinstance(kw.get(n, get(default, n)), int) for n in experts):
+            kw["num_experts_per_tok"] = SIZES["num_experts_per_tok"]
+
+
 def _fit_mamba(default, kw: dict[str, Any]) -> None:
     """Mamba-2 mixers (Bamba, Falcon-H1): heads x head dim = the mixer width, which is
     `mamba_d_ssm` where the config has one (shrunk to expand x hidden), else expand x hidden."""
@@ -228,6 +244,28 @@ def _fit_mamba(default, kw: dict[str, Any]) -> None:
         kw["mamba_d_ssm"] = width
     kw["mamba_n_heads"] = MAMBA_HEADS
     kw["mamba_d_head"] = width // MAMBA_HEADS
+
+
+def _fit_windows(default, kw: dict[str, Any]) -> None:
+    """Windowed attention over a patch-merging hierarchy (Swin: `depths` stages, each halving
+    the patch grid, its width `embed_dim` doubling up to `hidden_size`): a window larger than
+    a stage's grid is cut to the grid at run time while the relative-position table keeps the
+    configured window (Swin's "size of tensor a (16) must match b (49)"), so the window must fit
+    the last stage. Where the shrunk image leaves it too small, the window becomes `WINDOW`
+    and the image just large enough for a last stage of one window."""
+    window, patch, embed = (get(default, n) for n in ("window_size", "patch_size", "embed_dim"))
+    depths = get(default, "depths")
+    image = kw.get("image_size", get(default, "image_size"))
+    sizes = (window, patch, embed, image, get(default, "hidden_size"))
+    if not isinstance(depths, list | tuple) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in sizes
+    ):
+        return
+    merges = 2 ** (len(depths) - 1)
+    if get(default, "hidden_size") != embed * merges or image // patch // merges >= window:
+        return
+    kw["window_size"] = min(window, WINDOW)
+    kw["image_size"] = max(image, kw["window_size"] * patch * merges)
 
 
 def _fit_out_indices(default, kw: dict[str, Any], new_layers: int | None) -> None:
@@ -351,10 +389,12 @@ def shrink_kwargs(
                 (n.split(".", 1)[1], v) for n, v in forced if n.startswith(f"{name}.")
             )
             kw[name] = shrink_config(value, inner, inner_forced)
+    _fill_unset(default, kw, accepted)
     _fit_heads(default, kw)
     _fit_mamba(default, kw)
     _fit_tied(default, kw, accepted, config_cls)
     _fit_out_indices(default, kw, new_layers)
+    _fit_windows(default, kw)
     _fit_per_layer_config(default, kw, kept or list(range(new_layers or 0)))
     kw.update((n, v) for n, v in forced if "." not in n)
     return kw
