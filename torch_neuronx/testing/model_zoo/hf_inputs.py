@@ -32,7 +32,7 @@ import torch
 from torch_neuronx.testing.model_zoo import hf_shrink
 
 BATCH = 2
-SEQ = 16
+SEQ = hf_shrink.SEQ
 _VOCAB = hf_shrink.VOCAB
 _SAMPLES = 1600  # waveform length: 0.1 s at 16 kHz
 _FRAMES = 4  # video clips' frames where the config does not say (the shrunk `num_frames`)

@@ -98,6 +98,7 @@ FIRST_LAYERS = "<first layers>"
 Forced = tuple[tuple[str, Any], ...]
 
 PREDICTION_LENGTH = 4
+SEQ = 16  # the synthetic batch's sequence length (hf_inputs)
 WINDOW = 2  # a windowed hierarchy's window, where the shrunk image is smaller than the default's
 
 LAYER_COUNTS = tuple(n for n in SIZES if "layers" in n or n == "n_layer")
@@ -232,6 +233,49 @@ def _fill_unset(default, kw: dict[str, Any], accepted: set[str]) -> None:
     if "num_experts_per_tok" in accepted and get(default, "num_experts_per_tok", 0) is None:
         if any(isinstance(kw.get(n, get(default, n)), int) for n in experts):
             kw["num_experts_per_tok"] = SIZES["num_experts_per_tok"]
+
+
+def _fit_factors(default, kw: dict[str, Any], accepted: set[str], config_cls) -> None:
+    """Tuples that split a size into parts keep splitting the shrunk one: parts summing to a
+    shrunk width are scaled to it (Reformer's axial position embedding widths (64, 192) of
+    hidden 256), factors multiplying to the position count become factors of the synthetic
+    sequence (its `axial_pos_shape` (64, 64) of 4096 positions must multiply to the sequence
+    length in training)."""
+    widths = {get(default, w): kw[w] for w in _WIDTHS if w in kw}
+    positions = get(default, "max_position_embeddings")
+    for name in sorted(accepted):
+        value = get(default, name)
+        if name in kw or not _settable(config_cls, name) or not isinstance(value, list | tuple):
+            continue
+        if len(value) < 2 or not all(isinstance(v, int) and v > 0 for v in value):
+            continue
+        if sum(value) in widths and widths[sum(value)] != sum(value):
+            kw[name] = type(value)(_split(widths[sum(value)], value))
+        elif isinstance(positions, int) and math.prod(value) == positions and positions > SEQ:
+            kw[name] = type(value)(_factors(SEQ, len(value)))
+
+
+def _split(total: int, shares) -> list[int]:
+    """`total` split in the proportions of `shares`, each part at least 1, largest remainders
+    first."""
+    exact = [v * total / sum(shares) for v in shares]
+    parts = [max(1, int(x)) for x in exact]
+    for i in sorted(range(len(exact)), key=lambda i: parts[i] - exact[i]):
+        if sum(parts) >= total:
+            break
+        parts[i] += 1
+    return parts
+
+
+def _factors(n: int, count: int) -> list[int]:
+    """`count` factors of `n` (a power of two), as equal as they can be: 16 in 2 -> [4, 4]."""
+    out = [1] * count
+    i = 0
+    while n > 1:
+        out[i % count] *= 2
+        n //= 2
+        i += 1
+    return out
 
 
 def _fit_mamba(default, kw: dict[str, Any]) -> None:
@@ -393,6 +437,7 @@ def shrink_kwargs(
     _fit_heads(default, kw)
     _fit_mamba(default, kw)
     _fit_tied(default, kw, accepted, config_cls)
+    _fit_factors(default, kw, accepted, config_cls)
     _fit_out_indices(default, kw, new_layers)
     _fit_windows(default, kw)
     _fit_per_layer_config(default, kw, kept or list(range(new_layers or 0)))
