@@ -81,6 +81,12 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
     wanted = grids + [main] + [n for n in required if n != main]
     if main == "input_ids" or "input_ids" in required:
         wanted += [m for m in _MODALITIES if m in params and _side_by_side(config, m)]
+    if main in _MODALITIES and "input_ids" in params and "text_config" in vars(config):
+        # an image-to-text model led by its pixels whose text tower needs the prompt's tokens
+        # (Kosmos-2: "You have to specify either input_ids or inputs_embeds")
+        wanted.append("input_ids")
+        if "image_embeds_position_mask" in params:
+            wanted.append("image_embeds_position_mask")  # where the image goes in the prompt
     if main == "states":
         wanted += [n for n in ("actions", "returns_to_go", "timesteps") if n in params]
     if "bbox" in params:
@@ -160,6 +166,18 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
         return {name: torch.ones(steps, dtype=torch.long)}  # HF's attention masks: 1 = keep
     if name == "encoder_hidden_states" and config_value(config, "encoder_hidden_size"):
         width = config_value(config, "encoder_hidden_size")
+        return {name: torch.randn(BATCH, SEQ, width, generator=g)}
+    if name == "image_embeds_position_mask":
+        # the prompt positions the image's embeddings replace (Kosmos-2's processor: right
+        # after the <image> token at 0): as many as the image gives (`latent_query_num`)
+        count = config_value(config, "latent_query_num") or config_value(config, "image_seq_length")
+        mask = torch.zeros(BATCH, SEQ, dtype=torch.long)
+        mask[:, 1 : 1 + min(count or 1, SEQ - 1)] = 1
+        return {name: mask}
+    if name == "inputs":
+        # a modality-agnostic model's already-embedded inputs (Perceiver without a
+        # preprocessor): (batch, seq, d_model)
+        width = config_value(config, "d_model") or config_value(config, "hidden_size") or 64
         return {name: torch.randn(BATCH, SEQ, width, generator=g)}
     if name.endswith("_embeds") or name.endswith("hidden_states"):
         hidden = config_value(config, "hidden_size") or 64

@@ -87,7 +87,8 @@ SIZES: dict[str, int] = {
     "image_size": 32,
     "max_source_positions": 32,
     "max_length": 64,  # spectrogram frames (the Audio Spectrogram Transformer)
-    "num_queries": 16,  # detection queries (DETR-style): fewer than a 32 px image's anchors
+    "num_queries": 16,
+    "latent_query_num": 8,  # image embeddings spliced into the prompt (Kosmos-2): within SEQ  # detection queries (DETR-style): fewer than a 32 px image's anchors
     "num_frames": 4,  # video clips (VideoMAE, ViViT: a multiple of the tubelet's 1 or 2 frames)
     "frames_per_clip": 4,
 }
@@ -224,11 +225,19 @@ def _fill_unset(default, kw: dict[str, Any], accepted: set[str]) -> None:
     """Sizes the default leaves unset (None) where the modeling code reads a number: key/value
     heads (None meant "as many as the heads", Nemotron's config keeps the None), and the
     experts each token is routed to in a mixture of experts (DeepSeek V2 leaves it to the
-    checkpoint; a top-k of None fails). Not a None expert count: that means a dense model."""
+    checkpoint; a top-k of None fails). Not a None expert count: that means a dense model.
+    And a default the user is asked to pick among listed options."""
     heads = kw.get("num_attention_heads", get(default, "num_attention_heads"))
     if "num_key_value_heads" in accepted and get(default, "num_key_value_heads", 0) is None:
         if isinstance(heads, int) and _settable(type(default), "num_key_value_heads"):
             kw["num_key_value_heads"] = heads
+    for name in accepted:
+        # a choice the config leaves to the user among the options it lists: the first (X-MOD's
+        # `default_language` of its `languages`, which it raises without)
+        options = get(default, f"{name[len('default_') :]}s")
+        if name.startswith("default_") and get(default, name, 0) is None and options:
+            if isinstance(options, list | tuple) and _settable(type(default), name):
+                kw[name] = options[0]
     experts = ("num_experts", "num_local_experts", "n_routed_experts")
     if "num_experts_per_tok" in accepted and get(default, "num_experts_per_tok", 0) is None:
         if any(isinstance(kw.get(n, get(default, n)), int) for n in experts):
