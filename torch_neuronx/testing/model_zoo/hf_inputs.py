@@ -367,7 +367,10 @@ def _pixels(config, g: torch.Generator, name: str = "pixel_values") -> dict[str,
     pair where it gives one: MGP-STR's 32 x 128 text lines; its `crop_size` where it has no
     image size: V-JEPA 2), or clips (batch, frames, channels, height, width) for a video model
     (a config with `num_frames` / `frames_per_clip`, or a `*_videos` input)."""
-    size = config_value(config, "image_size") or config_value(config, "crop_size") or 32
+    size = config_value(config, "image_size") or config_value(config, "crop_size")
+    if not size and config_value(config, "max_2d_position_embeddings"):
+        size = config_value(config, "input_size")  # a document model's page (LayoutLMv3)
+    size = size or 32
     height, width = (size[0], size[-1]) if isinstance(size, list | tuple) else (size, size)
     channels = config_value(config, "num_channels") or 3
     frames = config_value(config, "num_frames") or config_value(config, "frames_per_clip")

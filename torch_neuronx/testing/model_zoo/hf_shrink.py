@@ -221,6 +221,30 @@ def _fit_tied(default, kw: dict[str, Any], accepted: set[str], config_cls) -> No
                 kw[name] = min(max(1, round(value * new_layers / old_layers)), new_layers - 1)
 
 
+LAYOUT_WIDTH = 96  # 6 x 16: a multiple of 6 and of the 4 heads x 4 (LiLT's shrunk layout stream)
+
+
+def _fit_layout_width(default, kw: dict[str, Any]) -> None:
+    """Document models with a 2-D position table (`max_2d_position_embeddings`) whose default
+    width is a multiple of 6 split it in sixths, one per box feature (x0, y0, x1, y1, width,
+    height: LayoutLMv3's `coordinate_size` and `shape_size` of 768 / 6, LiLT's hidden // 6):
+    the shrunk width stays a multiple of 6 (`LAYOUT_WIDTH`), and sizes that were its sixth stay
+    so."""
+    width = get(default, "hidden_size")
+    if get(default, "max_2d_position_embeddings") is None or "hidden_size" not in kw:
+        return
+    if not isinstance(width, int) or width % 6:
+        return
+    kw["hidden_size"] = LAYOUT_WIDTH
+    for name in ("coordinate_size", "shape_size"):
+        if get(default, name) == width // 6:
+            kw[name] = LAYOUT_WIDTH // 6
+    side, patch = get(default, "input_size"), get(default, "patch_size")
+    if isinstance(side, int) and isinstance(patch, int) and side > SIZES["image_size"]:
+        # LayoutLMv3's page image side is `input_size` (224, patches of 16): the image size
+        kw["input_size"] = SIZES["image_size"]
+
+
 def _fill_unset(default, kw: dict[str, Any], accepted: set[str]) -> None:
     """Sizes the default leaves unset (None) where the modeling code reads a number: key/value
     heads (None meant "as many as the heads", Nemotron's config keeps the None), and the
@@ -443,6 +467,7 @@ def shrink_kwargs(
             )
             kw[name] = shrink_config(value, inner, inner_forced)
     _fill_unset(default, kw, accepted)
+    _fit_layout_width(default, kw)
     _fit_heads(default, kw)
     _fit_mamba(default, kw)
     _fit_tied(default, kw, accepted, config_cls)
