@@ -475,8 +475,63 @@ def shrink_kwargs(
     _fit_out_indices(default, kw, new_layers)
     _fit_windows(default, kw)
     _fit_per_layer_config(default, kw, kept or list(range(new_layers or 0)))
+    _fit_grid(default, kw, accepted, config_cls)
+    _fit_siblings(default, kw, undone, forced)
     kw.update((n, v) for n, v in forced if "." not in n)
     return kw
+
+
+def _fit_grid(default, kw: dict[str, Any], accepted: set[str], config_cls) -> None:
+    """A size that is the patch grid's side in the default (SAM's prompt encoder
+    `image_embedding_size` 64 = 1024 / 16) stays the shrunk image's grid side."""
+    image, patch = get(default, "image_size"), get(default, "patch_size")
+    if "image_size" not in kw or not isinstance(image, int) or not isinstance(patch, int):
+        return
+    if not isinstance(kw["image_size"], int) or patch <= 0 or image // patch <= 1:
+        return
+    for name in sorted(accepted):
+        if name in kw or not name.endswith("_size") or not _settable(config_cls, name):
+            continue
+        if get(default, name) == image // patch:
+            kw[name] = max(1, kw["image_size"] // patch)
+
+
+def _fit_siblings(default, kw: dict[str, Any], undone: frozenset[str], forced: Forced) -> None:
+    """Sub-configs of one model exchange tensors, so a sub-config's channel count equal in the
+    default to a sibling's width (SAM's vision `output_channels` 256, the prompt encoder's and
+    mask decoder's `hidden_size`; its `num_pos_feats`, half of it) follows that width where the
+    siblings shrank it alike: the
+    sub-config is shrunk again with it forced."""
+    subs = {n: v for n, v in kw.items() if is_config(v) and is_config(get(default, n))}
+    if len(subs) < 2:
+        return
+    shrunk: dict[int, set[int]] = {}
+    for name, sub in subs.items():
+        for w in _WIDTHS:
+            old, new = get(get(default, name), w), get(sub, w)
+            if isinstance(old, int) and isinstance(new, int) and old != new:
+                shrunk.setdefault(old, set()).add(new)
+    widths = {old: news.pop() for old, news in shrunk.items() if len(news) == 1}
+    for name, sub in subs.items():
+        old_sub = get(default, name)
+        ties = []
+        for attr, value in vars(old_sub).items():
+            if not isinstance(value, int) or get(sub, attr) != value:
+                continue
+            if any(n == f"{name}.{attr}" for n, _ in forced):
+                continue
+            if attr.endswith("_channels") and value in widths:
+                ties.append((attr, widths[value]))
+            elif "pos_feats" in attr and 2 * value in widths:
+                # sine position features, two per channel (SAM's num_pos_feats 128 of 256)
+                ties.append((attr, widths[2 * value] // 2))
+        if ties:
+            inner = frozenset(n.split(".", 1)[1] for n in undone if n.startswith(f"{name}."))
+            inner |= undone & {FIRST_LAYERS}
+            inner_forced = tuple(
+                (n.split(".", 1)[1], v) for n, v in forced if n.startswith(f"{name}.")
+            )
+            kw[name] = shrink_config(old_sub, inner, (*inner_forced, *ties))
 
 
 def _is_random(name: str) -> bool:
