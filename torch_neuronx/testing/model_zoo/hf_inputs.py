@@ -101,6 +101,7 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
     for name in dict.fromkeys(wanted):  # in order, once each
         if name not in batch:
             batch.update(_make(name, model, config, g, batch))
+    _place_image_tokens(config, batch)
     for name in list(batch):  # an input's own padding mask, where the forward takes one
         if f"{name}_mask" in params and f"{name}_mask" not in batch:
             batch.update(_make(f"{name}_mask", model, config, g, batch))
@@ -110,6 +111,28 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
         # speech and image encoder-decoders (Whisper, Canary, ...): the decoder needs tokens
         batch["decoder_input_ids"] = _tokens(config, g)
     return batch
+
+
+# a prompt's image features, by the config attribute that counts them
+_IMAGE_TOKEN_COUNTS = ("num_query_tokens", "image_seq_length", "mm_tokens_per_image")
+
+
+def _place_image_tokens(config, batch) -> None:
+    """A prompt beside an image, for a model that splices the image's features into the text
+    at its image token (BLIP-2's Q-Former outputs, `num_query_tokens` of them): the image
+    token at the positions after the first, as the model's processor writes them, and
+    nowhere else."""
+    image = hf_shrink.get(config, "image_token_index", None)
+    count = next(
+        (config_value(config, n) for n in _IMAGE_TOKEN_COUNTS if config_value(config, n)), None
+    )
+    if "pixel_values" not in batch or "input_ids" not in batch or not isinstance(image, int):
+        return
+    if not isinstance(count, int) or count < 1 or count >= SEQ:
+        return
+    ids = batch["input_ids"]
+    ids[ids == image] = 3  # a drawn id that is the image token's would be taken for the image
+    ids[:, 1 : 1 + count] = image
 
 
 def _side_by_side(config, modality: str) -> bool:

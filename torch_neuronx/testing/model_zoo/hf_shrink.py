@@ -88,7 +88,8 @@ SIZES: dict[str, int] = {
     "max_source_positions": 32,
     "max_length": 64,  # spectrogram frames (the Audio Spectrogram Transformer)
     "num_queries": 16,
-    "latent_query_num": 8,  # image embeddings spliced into the prompt (Kosmos-2): within SEQ  # detection queries (DETR-style): fewer than a 32 px image's anchors
+    "latent_query_num": 8,
+    "num_query_tokens": 8,  # a Q-Former's image tokens in the prompt (BLIP-2): within SEQ  # image embeddings spliced into the prompt (Kosmos-2): within SEQ  # detection queries (DETR-style): fewer than a 32 px image's anchors
     "num_frames": 4,  # video clips (VideoMAE, ViViT: a multiple of the tubelet's 1 or 2 frames)
     "frames_per_clip": 4,
 }
@@ -616,6 +617,13 @@ def shrink_config(default, _undone: frozenset[str] = frozenset(), _forced: Force
             # a vocabulary left to the checkpoint leaves its padding id too (ESM masks
             # `input_ids != pad_token_id`): one below the synthetic ids, which start at 3
             kw["pad_token_id"] = PAD_ID
+    if "image_token_index" in accepted and get(default, "image_token_index", 0) is None:
+        # the prompt's image placeholder id, left to the checkpoint's processor (BLIP-2
+        # compares `input_ids == None` without one): the last id of the shrunk vocabulary
+        # of its text model (hf_inputs puts it where the image features go)
+        text_vocab = get(kw.get("text_config"), "vocab_size")
+        if isinstance(text_vocab, int) and _settable(config_cls, "image_token_index"):
+            kw["image_token_index"] = text_vocab - 1
     merged = {**default.to_dict(), **kw}
     _fit_mrope(merged, config_cls)
     merged.pop("model_type", None)
