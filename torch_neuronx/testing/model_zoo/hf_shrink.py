@@ -87,6 +87,10 @@ SIZES: dict[str, int] = {
     "image_size": 32,
     "max_source_positions": 32,
     "max_length": 64,  # spectrogram frames (the Audio Spectrogram Transformer)
+    # Perceiver's latent stack: its layers, width and latent count
+    "num_self_attends_per_block": 2,
+    "d_latents": 64,
+    "num_latents": 16,
     "num_queries": 16,
     "latent_query_num": 8,
     "num_query_tokens": 8,  # a Q-Former's image tokens in the prompt (BLIP-2): within SEQ  # image embeddings spliced into the prompt (Kosmos-2): within SEQ  # detection queries (DETR-style): fewer than a 32 px image's anchors
