@@ -177,7 +177,10 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
     if name in ("input_features", "audio_mel"):
         return {name: _spectrogram(config, g, name)}
     if name == "input_values":
-        return {name: _waveform_or_spectrogram(config, g)}
+        values = _waveform_or_spectrogram(config, g)
+        if values.ndim == 2 and _documented_shape(model, name)[1:2] == ["1"]:
+            values = values.unsqueeze(1)  # a mono channel dim the forward documents (NeuCodec)
+        return {name: values}
     if name.endswith("grid_thw"):
         flat = "hidden_states" if "hidden_states" in _params(model) else "pixel_values"
         return _patches(config, g, name, flat)
@@ -272,6 +275,12 @@ def _bins(config) -> int:
     """Features per frame: the mel bins, times the frames stacked into one (FunASR's low
     frame rate input, `num_stacked_frames`); where the config does not say, its feature
     extractor's (Gemma 4 audio's 128), else 80."""
+    projected = config_value(config, "feature_projection_input_dim")
+    if isinstance(projected, int) and projected > 0:
+        # the width the feature projection (a Linear over the last dim) reads: W2V-BERT's two
+        # stacked frames of 80 mel bins (160); its AutoFeatureExtractor entry is Wav2Vec2's
+        # waveform one, not the SeamlessM4T extractor its checkpoints use
+        return projected
     stacked = config_value(config, "num_stacked_frames") or 1
     for name in ("num_mel_bins", "feature_size", "input_feat_size"):
         value = config_value(config, name)
@@ -374,6 +383,8 @@ def _bins_last(config) -> bool:
     no frame count matches, or, for an extractor whose bin count is another argument
     (Speech2Text's `num_mel_bins`), run with its defaults: its bins (or a stack of them,
     W2V-BERT's two frames of 80) last, and the frames of the short tone not a multiple of them."""
+    if isinstance(config_value(config, "feature_projection_input_dim"), int):
+        return True  # read by a Linear: the features last (`_bins`)
     shape = _extractor_shape(config, "input_features", feature_size=7)
     if shape is not None and len(shape) == 3 and shape[-1] == 7 and shape[1] != 7:
         return True
