@@ -328,6 +328,26 @@ def _fit_mamba(default, kw: dict[str, Any]) -> None:
     kw["mamba_d_head"] = width // MAMBA_HEADS
 
 
+STEM_WIDTH = 32  # a patch-merging hierarchy's first stage, where SIZES has no name for it
+
+
+def _fit_hierarchy(default, kw: dict[str, Any]) -> None:
+    """A patch-merging hierarchy's last width is its first stage's doubled at each merge
+    (`hidden_size` = `embed_dim` x 2^(stages - 1): Swin's 96 -> 768, CLAP's audio tower with
+    `patch_embeds_hidden_size`): shrunk together, the first stage to `STEM_WIDTH` where no
+    size rule shrinks it."""
+    depths, hidden = get(default, "depths"), get(default, "hidden_size")
+    if not isinstance(depths, list | tuple) or "hidden_size" not in kw:
+        return
+    merges = 2 ** (len(depths) - 1)
+    for name in ("embed_dim", "patch_embeds_hidden_size"):
+        first = get(default, name)
+        if isinstance(first, int) and isinstance(hidden, int) and hidden == first * merges:
+            kw.setdefault(name, min(first, STEM_WIDTH))
+            kw["hidden_size"] = kw[name] * merges
+            return
+
+
 def _fit_windows(default, kw: dict[str, Any]) -> None:
     """Windowed attention over a patch-merging hierarchy (Swin: `depths` stages, each halving
     the patch grid, its width `embed_dim` doubling up to `hidden_size`): a window larger than
@@ -478,6 +498,7 @@ def shrink_kwargs(
     _fit_tied(default, kw, accepted, config_cls)
     _fit_factors(default, kw, accepted, config_cls)
     _fit_out_indices(default, kw, new_layers)
+    _fit_hierarchy(default, kw)
     _fit_windows(default, kw)
     _fit_per_layer_config(default, kw, kept or list(range(new_layers or 0)))
     _fit_grid(default, kw, accepted, config_cls)
