@@ -401,7 +401,11 @@ def _pixels(config, g: torch.Generator, name: str = "pixel_values") -> dict[str,
     pair where it gives one: MGP-STR's 32 x 128 text lines; its `crop_size` where it has no
     image size: V-JEPA 2), or clips (batch, frames, channels, height, width) for a video model
     (a config with `num_frames` / `frames_per_clip`, or a `*_videos` input)."""
-    size = config_value(config, "image_size") or config_value(config, "crop_size")
+    size = (
+        config_value(config, "image_size")
+        or config_value(config, "crop_size")
+        or config_value(config, "max_img_size")  # TVP's frames
+    )
     if not size and config_value(config, "max_2d_position_embeddings"):
         size = config_value(config, "input_size")  # a document model's page (LayoutLMv3)
     size = size or 32

@@ -85,6 +85,9 @@ SIZES: dict[str, int] = {
     "rotary_dim": 8,  # GPT-J's partial rotary dims must fit in head_dim 16
     "mamba_d_state": 16,  # Mamba-2 blocks' heads: `_fit_mamba`
     "image_size": 32,
+    # TVP's frames (`max_img_size`, its image size) and the prompt band padded around them
+    "max_img_size": 64,
+    "visual_prompt_size": 8,
     "max_source_positions": 32,
     "max_length": 64,  # spectrogram frames (the Audio Spectrogram Transformer)
     # Perceiver's latent stack: its layers, width and latent count
