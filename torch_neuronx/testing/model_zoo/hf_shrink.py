@@ -221,7 +221,8 @@ def _fit_tied(default, kw: dict[str, Any], accepted: set[str], config_cls) -> No
         value = get(default, name)
         if not isinstance(value, int) or isinstance(value, bool):
             continue
-        if _tied(name) and value in widths:
+        if (_tied(name) or name.endswith("_groups")) and value in widths:
+            # (a depthwise conv's groups are its channels: Mimi's upsample_groups = hidden)
             kw[name] = widths[value]
         elif "shared" in name and name.endswith("_layers") and old_layers and new_layers:
             # (not every `num_*_layers`: Wav2Vec2's num_feat_extract_layers counts its convs)
