@@ -238,7 +238,34 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
     if name == "timesteps":
         limit = config_value(config, "max_ep_len") or SEQ
         return {name: torch.randint(0, min(limit, 1000), (BATCH, SEQ), generator=g)}
+    shape = _shape_from_doc(model, config, name)
+    if shape is not None:
+        return {name: torch.randn(*shape, generator=g)}
     raise ValueError(f"no synthetic input for {name!r} (forward of {type(model).__name__})")
+
+
+# documented dims that are a length the batch chooses
+_LENGTHS = ("sequence_length", "seq_len", "frames", "time_steps", "num_frames", "target_length")
+
+
+def _shape_from_doc(model, config, name: str) -> tuple[int, ...] | None:
+    """A float input no rule names, made to the shape the forward's docstring gives where each
+    dim is the batch, a length (`_LENGTHS`: SEQ) or a config size (Mimi decoder's `latents`,
+    "(batch_size, hidden_size, frames)"); None where a dim is none of these."""
+    dims = _documented_shape(model, name)
+    shape = []
+    for dim in dims:
+        attr = dim.removeprefix("config.")
+        value = config_value(config, attr) if attr.isidentifier() else None
+        if dim == "batch_size":
+            shape.append(BATCH)
+        elif dim in _LENGTHS:
+            shape.append(SEQ)
+        elif isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            shape.append(value)
+        else:
+            return None
+    return tuple(shape) or None
 
 
 def _series(config, g) -> torch.Tensor:
