@@ -172,8 +172,12 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
         return {name: _tokens(config, g, model, name)}
     if name == "pixel_values" and "spatial_shapes" in _params(model):
         return _naflex(config, g)
-    if name in ("pixel_values", "pixel_values_videos"):
-        return _pixels(config, g, name)
+    if name in ("pixel_values", "pixel_values_videos") or name.endswith("_pixel_values"):
+        return _pixels(config, g, name)  # (and a prompt image beside the input: SegGPT's)
+    if name.endswith("_attention_mask") and f"{name[: -len('_attention_mask')]}_input_ids" in batch:
+        # the padding mask of a second token input (OmDet-Turbo's classes_input_ids): all kept
+        ids = batch[f"{name[: -len('_attention_mask')]}_input_ids"]
+        return {name: torch.ones(ids.shape, dtype=torch.long)}
     if name in ("input_features", "audio_mel"):
         return {name: _spectrogram(config, g, name)}
     if name == "input_values":
@@ -238,7 +242,11 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
     if name == "timesteps":
         limit = config_value(config, "max_ep_len") or SEQ
         return {name: torch.randint(0, min(limit, 1000), (BATCH, SEQ), generator=g)}
-    shape = _shape_from_doc(model, config, name)
+    if name == "merge_sizes" and "grid_thw" in batch:
+        # each image's spatial merge (VideoLLaMA 3's vision tower), beside its patch grid
+        merge = config_value(config, "spatial_merge_size") or 1
+        return {name: torch.full((batch["grid_thw"].shape[0],), merge, dtype=torch.long)}
+    shape = _shape_from_doc(model, config, name, batch)
     if shape is not None:
         return {name: torch.randn(*shape, generator=g)}
     raise ValueError(f"no synthetic input for {name!r} (forward of {type(model).__name__})")
@@ -248,11 +256,16 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
 _LENGTHS = ("sequence_length", "seq_len", "frames", "time_steps", "num_frames", "target_length")
 
 
-def _shape_from_doc(model, config, name: str) -> tuple[int, ...] | None:
-    """A float input no rule names, made to the shape the forward's docstring gives where each
-    dim is the batch, a length (`_LENGTHS`: SEQ) or a config size (Mimi decoder's `latents`,
-    "(batch_size, hidden_size, frames)"); None where a dim is none of these."""
+def _shape_from_doc(model, config, name: str, batch) -> tuple[int, ...] | None:
+    """A float input no rule names, made to the shape the forward's docstring gives: the shape
+    of an input in `batch` documented with the same dims (SegGPT's `prompt_masks` as its
+    `prompt_pixel_values`), else where each dim is the batch, a length (`_LENGTHS`: SEQ) or a
+    config size (Mimi decoder's `latents`, "(batch_size, hidden_size, frames)"); None where a
+    dim is none of these."""
     dims = _documented_shape(model, name)
+    for other, tensor in batch.items():
+        if dims and _documented_shape(model, other) == dims and tensor.ndim == len(dims):
+            return tuple(tensor.shape)
     shape = []
     for dim in dims:
         attr = dim.removeprefix("config.")
