@@ -522,7 +522,7 @@ def _fit_grid(default, kw: dict[str, Any], accepted: set[str], config_cls) -> No
     for name in sorted(accepted):
         if name in kw or not name.endswith("_size") or not _settable(config_cls, name):
             continue
-        if "patch" in name or "image" in name or name in SIZES:
+        if "patch" in name or name in SIZES:
             continue  # the sizes the grid is made of (Pixio's patch 16 of 256 px is 16 patches)
         if get(default, name) == image // patch:
             kw[name] = max(1, kw["image_size"] // patch)
