@@ -531,7 +531,8 @@ def _fit_grid(default, kw: dict[str, Any], accepted: set[str], config_cls) -> No
 def _fit_siblings(default, kw: dict[str, Any], undone: frozenset[str], forced: Forced) -> None:
     """Sub-configs of one model exchange tensors, so a sub-config's channel count equal in the
     default to a sibling's width (SAM's vision `output_channels` 256, the prompt encoder's and
-    mask decoder's `hidden_size`; its `num_pos_feats`, half of it) follows that width where the
+    mask decoder's `hidden_size`; its `num_pos_feats`, half of it; SAM 3's vision
+    `fpn_hidden_size`, its DETR encoder's width) follows that width where the
     siblings shrank it alike: the
     sub-config is shrunk again with it forced."""
     subs = {n: v for n, v in kw.items() if is_config(v) and is_config(get(default, n))}
@@ -552,7 +553,7 @@ def _fit_siblings(default, kw: dict[str, Any], undone: frozenset[str], forced: F
                 continue
             if any(n == f"{name}.{attr}" for n, _ in forced):
                 continue
-            if attr.endswith("_channels") and value in widths:
+            if attr.endswith(("_channels", "_hidden_size")) and value in widths:
                 ties.append((attr, widths[value]))
             elif "pos_feats" in attr and 2 * value in widths:
                 # sine position features, two per channel (SAM's num_pos_feats 128 of 256)
