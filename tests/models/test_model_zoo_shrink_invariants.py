@@ -141,3 +141,17 @@ def test_an_unnamed_input_takes_its_documented_shape():
     model, config, batch = _batch("mimi_decoder")  # "(batch_size, hidden_size, frames)"
     assert tuple(batch["latents"].shape) == (2, config.hidden_size, _seq())
     _runs(model, batch)
+
+
+def test_a_hidden_size_tied_to_the_siblings_follows_them():
+    config = _shrunk("sam3")  # its vision FPN feeds the DETR encoder
+    assert config.vision_config.fpn_hidden_size == config.detr_encoder_config.hidden_size
+
+
+def test_each_image_of_a_patch_grid_gets_its_merge_size():
+    model, config, batch = _batch("video_llama_3_vision")
+    from torch_neuronx.testing.model_zoo import hf_inputs
+
+    merge = hf_inputs.config_value(config, "spatial_merge_size") or 1  # (its config has none)
+    assert batch["merge_sizes"].tolist() == [merge] * batch["grid_thw"].shape[0]
+    _runs(model, batch)
