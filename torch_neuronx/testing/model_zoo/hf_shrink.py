@@ -545,6 +545,11 @@ def _fit_siblings(default, kw: dict[str, Any], undone: frozenset[str], forced: F
             if isinstance(old, int) and isinstance(new, int) and old != new:
                 shrunk.setdefault(old, set()).add(new)
     widths = {old: news.pop() for old, news in shrunk.items() if len(news) == 1}
+    for name, value in vars(default).items():
+        # a size of the model itself that the shrink keeps (X-CLIP's projection_dim 512, which
+        # its MIT width must match, equal to the text width only by chance): not a tie
+        if isinstance(value, int) and not isinstance(value, bool) and kw.get(name, value) == value:
+            widths.pop(value, None)
     for name, sub in subs.items():
         old_sub = get(default, name)
         ties = []
