@@ -25,13 +25,14 @@ trajectory. Each input is made by its name, with sizes from the config:
 from __future__ import annotations
 
 import inspect
+import re
 
 import torch
 
 from torch_neuronx.testing.model_zoo import hf_shrink
 
 BATCH = 2
-SEQ = 16
+SEQ = hf_shrink.SEQ
 _VOCAB = hf_shrink.VOCAB
 _SAMPLES = 1600  # waveform length: 0.1 s at 16 kHz
 _FRAMES = 4  # video clips' frames where the config does not say (the shrunk `num_frames`)
@@ -80,6 +81,12 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
     wanted = grids + [main] + [n for n in required if n != main]
     if main == "input_ids" or "input_ids" in required:
         wanted += [m for m in _MODALITIES if m in params and _side_by_side(config, m)]
+    if main in _MODALITIES and "input_ids" in params and "text_config" in vars(config):
+        # an image-to-text model led by its pixels whose text tower needs the prompt's tokens
+        # (Kosmos-2: "You have to specify either input_ids or inputs_embeds")
+        wanted.append("input_ids")
+        if "image_embeds_position_mask" in params:
+            wanted.append("image_embeds_position_mask")  # where the image goes in the prompt
     if main == "states":
         wanted += [n for n in ("actions", "returns_to_go", "timesteps") if n in params]
     if "bbox" in params:
@@ -94,6 +101,7 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
     for name in dict.fromkeys(wanted):  # in order, once each
         if name not in batch:
             batch.update(_make(name, model, config, g, batch))
+    _place_image_tokens(config, batch)
     for name in list(batch):  # an input's own padding mask, where the forward takes one
         if f"{name}_mask" in params and f"{name}_mask" not in batch:
             batch.update(_make(f"{name}_mask", model, config, g, batch))
@@ -103,6 +111,28 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
         # speech and image encoder-decoders (Whisper, Canary, ...): the decoder needs tokens
         batch["decoder_input_ids"] = _tokens(config, g)
     return batch
+
+
+# a prompt's image features, by the config attribute that counts them
+_IMAGE_TOKEN_COUNTS = ("num_query_tokens", "image_seq_length", "mm_tokens_per_image")
+
+
+def _place_image_tokens(config, batch) -> None:
+    """A prompt beside an image, for a model that splices the image's features into the text
+    at its image token (BLIP-2's Q-Former outputs, `num_query_tokens` of them): the image
+    token at the positions after the first, as the model's processor writes them, and
+    nowhere else."""
+    image = hf_shrink.get(config, "image_token_index", None)
+    count = next(
+        (config_value(config, n) for n in _IMAGE_TOKEN_COUNTS if config_value(config, n)), None
+    )
+    if "pixel_values" not in batch or "input_ids" not in batch or not isinstance(image, int):
+        return
+    if not isinstance(count, int) or count < 1 or count >= SEQ:
+        return
+    ids = batch["input_ids"]
+    ids[ids == image] = 3  # a drawn id that is the image token's would be taken for the image
+    ids[:, 1 : 1 + count] = image
 
 
 def _side_by_side(config, modality: str) -> bool:
@@ -116,22 +146,45 @@ def _side_by_side(config, modality: str) -> bool:
     return modality == "pixel_values" or "logit_scale_init_value" in dir(config)
 
 
-def _tokens(config, g) -> torch.Tensor:
+def _tokens(config, g, model=None, name: str = "input_ids") -> torch.Tensor:
+    """Token ids (batch, seq); (batch x codebooks, seq) where the forward documents that
+    layout (Musicgen's decoder: "(batch_size * num_codebooks, sequence_length)")."""
     vocab = min(config_value(config, "vocab_size") or _VOCAB, _VOCAB)
-    return torch.randint(3, vocab, (BATCH, SEQ), generator=g)
+    rows = BATCH
+    dims = _documented_shape(model, name) if model is not None else []
+    if dims and re.fullmatch(r"batch_size \* \w+", dims[0]):
+        factor = config_value(config, dims[0].split("*")[1].strip())
+        if isinstance(factor, int) and factor > 0:
+            rows = BATCH * factor
+    return torch.randint(3, vocab, (rows, SEQ), generator=g)
+
+
+def _documented_shape(model, name: str) -> list[str]:
+    """The dims of input `name` as the forward's docstring gives them ("name (`torch.
+    LongTensor` of shape `(batch_size, sequence_length)`)"), [] where it gives none."""
+    doc = getattr(model.forward, "__doc__", None) or ""
+    found = re.search(rf"(?m)^\s*{re.escape(name)} \([^)]*?of shape `\(([^`]*)\)`", doc)
+    return [d.strip() for d in found.group(1).split(",")] if found else []
 
 
 def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
     if name.endswith("input_ids"):
-        return {name: _tokens(config, g)}
+        return {name: _tokens(config, g, model, name)}
     if name == "pixel_values" and "spatial_shapes" in _params(model):
         return _naflex(config, g)
-    if name in ("pixel_values", "pixel_values_videos"):
-        return _pixels(config, g, name)
+    if name in ("pixel_values", "pixel_values_videos") or name.endswith("_pixel_values"):
+        return _pixels(config, g, name)  # (and a prompt image beside the input: SegGPT's)
+    if name.endswith("_attention_mask") and f"{name[: -len('_attention_mask')]}_input_ids" in batch:
+        # the padding mask of a second token input (OmDet-Turbo's classes_input_ids): all kept
+        ids = batch[f"{name[: -len('_attention_mask')]}_input_ids"]
+        return {name: torch.ones(ids.shape, dtype=torch.long)}
     if name in ("input_features", "audio_mel"):
         return {name: _spectrogram(config, g, name)}
     if name == "input_values":
-        return {name: _waveform_or_spectrogram(config, g)}
+        values = _waveform_or_spectrogram(config, g)
+        if values.ndim == 2 and _documented_shape(model, name)[1:2] == ["1"]:
+            values = values.unsqueeze(1)  # a mono channel dim the forward documents (NeuCodec)
+        return {name: values}
     if name.endswith("grid_thw"):
         flat = "hidden_states" if "hidden_states" in _params(model) else "pixel_values"
         return _patches(config, g, name, flat)
@@ -143,6 +196,18 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
         return {name: torch.ones(steps, dtype=torch.long)}  # HF's attention masks: 1 = keep
     if name == "encoder_hidden_states" and config_value(config, "encoder_hidden_size"):
         width = config_value(config, "encoder_hidden_size")
+        return {name: torch.randn(BATCH, SEQ, width, generator=g)}
+    if name == "image_embeds_position_mask":
+        # the prompt positions the image's embeddings replace (Kosmos-2's processor: right
+        # after the <image> token at 0): as many as the image gives (`latent_query_num`)
+        count = config_value(config, "latent_query_num") or config_value(config, "image_seq_length")
+        mask = torch.zeros(BATCH, SEQ, dtype=torch.long)
+        mask[:, 1 : 1 + min(count or 1, SEQ - 1)] = 1
+        return {name: mask}
+    if name == "inputs":
+        # a modality-agnostic model's already-embedded inputs (Perceiver without a
+        # preprocessor): (batch, seq, d_model)
+        width = config_value(config, "d_model") or config_value(config, "hidden_size") or 64
         return {name: torch.randn(BATCH, SEQ, width, generator=g)}
     if name.endswith("_embeds") or name.endswith("hidden_states"):
         hidden = config_value(config, "hidden_size") or 64
@@ -177,7 +242,43 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
     if name == "timesteps":
         limit = config_value(config, "max_ep_len") or SEQ
         return {name: torch.randint(0, min(limit, 1000), (BATCH, SEQ), generator=g)}
+    if name == "merge_sizes" and "grid_thw" in batch:
+        # each image's spatial merge (VideoLLaMA 3's vision tower), beside its patch grid
+        merge = config_value(config, "spatial_merge_size") or 1
+        return {name: torch.full((batch["grid_thw"].shape[0],), merge, dtype=torch.long)}
+    shape = _shape_from_doc(model, config, name, batch)
+    if shape is not None:
+        return {name: torch.randn(*shape, generator=g)}
     raise ValueError(f"no synthetic input for {name!r} (forward of {type(model).__name__})")
+
+
+# documented dims that are a length the batch chooses
+_LENGTHS = ("sequence_length", "seq_len", "frames", "time_steps", "num_frames", "target_length")
+
+
+def _shape_from_doc(model, config, name: str, batch) -> tuple[int, ...] | None:
+    """A float input no rule names, made to the shape the forward's docstring gives: the shape
+    of an input in `batch` documented with the same dims (SegGPT's `prompt_masks` as its
+    `prompt_pixel_values`), else where each dim is the batch, a length (`_LENGTHS`: SEQ) or a
+    config size (Mimi decoder's `latents`, "(batch_size, hidden_size, frames)"); None where a
+    dim is none of these."""
+    dims = _documented_shape(model, name)
+    for other, tensor in batch.items():
+        if dims and _documented_shape(model, other) == dims and tensor.ndim == len(dims):
+            return tuple(tensor.shape)
+    shape = []
+    for dim in dims:
+        attr = dim.removeprefix("config.")
+        value = config_value(config, attr) if attr.isidentifier() else None
+        if dim == "batch_size":
+            shape.append(BATCH)
+        elif dim in _LENGTHS:
+            shape.append(SEQ)
+        elif isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            shape.append(value)
+        else:
+            return None
+    return tuple(shape) or None
 
 
 def _series(config, g) -> torch.Tensor:
@@ -214,6 +315,12 @@ def _bins(config) -> int:
     """Features per frame: the mel bins, times the frames stacked into one (FunASR's low
     frame rate input, `num_stacked_frames`); where the config does not say, its feature
     extractor's (Gemma 4 audio's 128), else 80."""
+    projected = config_value(config, "feature_projection_input_dim")
+    if isinstance(projected, int) and projected > 0:
+        # the width the feature projection (a Linear over the last dim) reads: W2V-BERT's two
+        # stacked frames of 80 mel bins (160); its AutoFeatureExtractor entry is Wav2Vec2's
+        # waveform one, not the SeamlessM4T extractor its checkpoints use
+        return projected
     stacked = config_value(config, "num_stacked_frames") or 1
     for name in ("num_mel_bins", "feature_size", "input_feat_size"):
         value = config_value(config, name)
@@ -316,6 +423,8 @@ def _bins_last(config) -> bool:
     no frame count matches, or, for an extractor whose bin count is another argument
     (Speech2Text's `num_mel_bins`), run with its defaults: its bins (or a stack of them,
     W2V-BERT's two frames of 80) last, and the frames of the short tone not a multiple of them."""
+    if isinstance(config_value(config, "feature_projection_input_dim"), int):
+        return True  # read by a Linear: the features last (`_bins`)
     shape = _extractor_shape(config, "input_features", feature_size=7)
     if shape is not None and len(shape) == 3 and shape[-1] == 7 and shape[1] != 7:
         return True
@@ -332,7 +441,14 @@ def _pixels(config, g: torch.Generator, name: str = "pixel_values") -> dict[str,
     pair where it gives one: MGP-STR's 32 x 128 text lines; its `crop_size` where it has no
     image size: V-JEPA 2), or clips (batch, frames, channels, height, width) for a video model
     (a config with `num_frames` / `frames_per_clip`, or a `*_videos` input)."""
-    size = config_value(config, "image_size") or config_value(config, "crop_size") or 32
+    size = (
+        config_value(config, "image_size")
+        or config_value(config, "crop_size")
+        or config_value(config, "max_img_size")  # TVP's frames
+    )
+    if not size and config_value(config, "max_2d_position_embeddings"):
+        size = config_value(config, "input_size")  # a document model's page (LayoutLMv3)
+    size = size or 32
     height, width = (size[0], size[-1]) if isinstance(size, list | tuple) else (size, size)
     channels = config_value(config, "num_channels") or 3
     frames = config_value(config, "num_frames") or config_value(config, "frames_per_clip")

@@ -37,10 +37,12 @@ def build(model_type: str, seed: int = 0):
     torchvision_shim.install()  # transformers imports torchvision for vision/speech models
     from transformers import AutoConfig
 
-    default = AutoConfig.for_model(model_type)
+    top = AutoConfig.for_model(model_type)
+    cls = _model_class(top)
+    default = _model_config(top, cls)
     config = shrink_config(default)
     try:
-        return _build(config, seed), config
+        return _build(config, seed, cls), config
     except Exception:
         if not hf_shrink.mixed_kinds(default, config):
             raise
@@ -48,16 +50,46 @@ def build(model_type: str, seed: int = 0):
         # (Gemma 3n's KV-sharing layers, Qwen4's indexer without sizes, Zamba's tied hybrid
         # blocks): its first layers, as the shrink kept before every kind was
         config = shrink_config(default, frozenset({hf_shrink.FIRST_LAYERS}))
-        return _build(config, seed), config
+        return _build(config, seed, cls), config
 
 
-def _build(config, seed: int):
+def _model_class(config):
+    """AutoModel's base model class for `config`; None where it has none (AutoModel then says
+    so when the model is built)."""
     from transformers import AutoModel
 
-    config._attn_implementation = "eager" if _sdpa_unsupported(config) else "sdpa"
+    try:
+        return AutoModel._model_mapping[type(config)]
+    except KeyError:
+        return None
+
+
+def _model_config(config, cls):
+    """The config `AutoModel` builds its base model from: `config`, or its sub-config of the
+    class the base model is declared with where the two differ (Musicgen's AutoModel entry is
+    its decoder, `MusicgenModel(MusicgenDecoderConfig)`, while its config type is the composite
+    `MusicgenConfig`, whose `decoder` holds that config)."""
+    wanted = getattr(cls, "config_class", None)
+    if not isinstance(wanted, type) or isinstance(config, wanted):
+        return config
+    subs = [v for v in vars(config).values() if isinstance(v, wanted)]
+    return subs[0] if len(subs) == 1 else config
+
+
+def _build(config, seed: int, cls=None):
+    from transformers import AutoModel
+
+    if cls is not None and not isinstance(config, cls.config_class):
+        cls = None  # not the sub-config `_model_config` chose: AutoModel's own choice
+    config._attn_implementation = "eager" if _sdpa_unsupported(config, cls) else "sdpa"
+
+    def make():
+        # the class itself for a sub-config AutoModel's table does not list (Musicgen's decoder)
+        return cls._from_config(config) if cls is not None else AutoModel.from_config(config)
+
     torch.manual_seed(seed)
     try:
-        model = AutoModel.from_config(config)
+        model = make()
     except ValueError as exc:
         # a sub-model without SDPA (D-FINE's HGNetV2 backbone) rejects it when built: the
         # whole model then runs the eager attention, as transformers' own fallback does
@@ -65,15 +97,12 @@ def _build(config, seed: int):
             raise
         config._attn_implementation = "eager"
         torch.manual_seed(seed)
-        model = AutoModel.from_config(config)
+        model = make()
     return model.float()
 
 
-def _sdpa_unsupported(config) -> bool:
-    from transformers import AutoModel
-
-    try:
-        cls = AutoModel._model_mapping[type(config)]
-    except KeyError:
+def _sdpa_unsupported(config, cls=None) -> bool:
+    cls = cls or _model_class(config)
+    if cls is None:
         return True
     return not getattr(cls, "_supports_sdpa", False)

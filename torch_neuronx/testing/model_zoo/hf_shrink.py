@@ -85,9 +85,18 @@ SIZES: dict[str, int] = {
     "rotary_dim": 8,  # GPT-J's partial rotary dims must fit in head_dim 16
     "mamba_d_state": 16,  # Mamba-2 blocks' heads: `_fit_mamba`
     "image_size": 32,
+    # TVP's frames (`max_img_size`, its image size) and the prompt band padded around them
+    "max_img_size": 64,
+    "visual_prompt_size": 8,
     "max_source_positions": 32,
     "max_length": 64,  # spectrogram frames (the Audio Spectrogram Transformer)
-    "num_queries": 16,  # detection queries (DETR-style): fewer than a 32 px image's anchors
+    # Perceiver's latent stack: its layers, width and latent count
+    "num_self_attends_per_block": 2,
+    "d_latents": 64,
+    "num_latents": 16,
+    "num_queries": 16,
+    "latent_query_num": 8,
+    "num_query_tokens": 8,  # a Q-Former's image tokens in the prompt (BLIP-2): within SEQ  # image embeddings spliced into the prompt (Kosmos-2): within SEQ  # detection queries (DETR-style): fewer than a 32 px image's anchors
     "num_frames": 4,  # video clips (VideoMAE, ViViT: a multiple of the tubelet's 1 or 2 frames)
     "frames_per_clip": 4,
 }
@@ -98,6 +107,8 @@ FIRST_LAYERS = "<first layers>"
 Forced = tuple[tuple[str, Any], ...]
 
 PREDICTION_LENGTH = 4
+SEQ = 16  # the synthetic batch's sequence length (hf_inputs)
+WINDOW = 2  # a windowed hierarchy's window, where the shrunk image is smaller than the default's
 
 LAYER_COUNTS = tuple(n for n in SIZES if "layers" in n or n == "n_layer")
 _WIDTHS = ("hidden_size", "d_model", "n_embd", "embed_dim", "dim")
@@ -210,12 +221,103 @@ def _fit_tied(default, kw: dict[str, Any], accepted: set[str], config_cls) -> No
         value = get(default, name)
         if not isinstance(value, int) or isinstance(value, bool):
             continue
-        if _tied(name) and value in widths:
+        if (_tied(name) or name.endswith("_groups")) and value in widths:
+            # (a depthwise conv's groups are its channels: Mimi's upsample_groups = hidden)
             kw[name] = widths[value]
         elif "shared" in name and name.endswith("_layers") and old_layers and new_layers:
             # (not every `num_*_layers`: Wav2Vec2's num_feat_extract_layers counts its convs)
             if 0 < value < old_layers:
                 kw[name] = min(max(1, round(value * new_layers / old_layers)), new_layers - 1)
+
+
+LAYOUT_WIDTH = 96  # 6 x 16: a multiple of 6 and of the 4 heads x 4 (LiLT's shrunk layout stream)
+
+
+def _fit_layout_width(default, kw: dict[str, Any]) -> None:
+    """Document models with a 2-D position table (`max_2d_position_embeddings`) whose default
+    width is a multiple of 6 split it in sixths, one per box feature (x0, y0, x1, y1, width,
+    height: LayoutLMv3's `coordinate_size` and `shape_size` of 768 / 6, LiLT's hidden // 6):
+    the shrunk width stays a multiple of 6 (`LAYOUT_WIDTH`), and sizes that were its sixth stay
+    so."""
+    width = get(default, "hidden_size")
+    if get(default, "max_2d_position_embeddings") is None or "hidden_size" not in kw:
+        return
+    if not isinstance(width, int) or width % 6:
+        return
+    kw["hidden_size"] = LAYOUT_WIDTH
+    for name in ("coordinate_size", "shape_size"):
+        if get(default, name) == width // 6:
+            kw[name] = LAYOUT_WIDTH // 6
+    side, patch = get(default, "input_size"), get(default, "patch_size")
+    if isinstance(side, int) and isinstance(patch, int) and side > SIZES["image_size"]:
+        # LayoutLMv3's page image side is `input_size` (224, patches of 16): the image size
+        kw["input_size"] = SIZES["image_size"]
+
+
+def _fill_unset(default, kw: dict[str, Any], accepted: set[str]) -> None:
+    """Sizes the default leaves unset (None) where the modeling code reads a number: key/value
+    heads (None meant "as many as the heads", Nemotron's config keeps the None), and the
+    experts each token is routed to in a mixture of experts (DeepSeek V2 leaves it to the
+    checkpoint; a top-k of None fails). Not a None expert count: that means a dense model.
+    And a default the user is asked to pick among listed options."""
+    heads = kw.get("num_attention_heads", get(default, "num_attention_heads"))
+    if "num_key_value_heads" in accepted and get(default, "num_key_value_heads", 0) is None:
+        if isinstance(heads, int) and _settable(type(default), "num_key_value_heads"):
+            kw["num_key_value_heads"] = heads
+    for name in accepted:
+        # a choice the config leaves to the user among the options it lists: the first (X-MOD's
+        # `default_language` of its `languages`, which it raises without)
+        options = get(default, f"{name[len('default_') :]}s")
+        if name.startswith("default_") and get(default, name, 0) is None and options:
+            if isinstance(options, list | tuple) and _settable(type(default), name):
+                kw[name] = options[0]
+    experts = ("num_experts", "num_local_experts", "n_routed_experts")
+    if "num_experts_per_tok" in accepted and get(default, "num_experts_per_tok", 0) is None:
+        if any(isinstance(kw.get(n, get(default, n)), int) for n in experts):
+            kw["num_experts_per_tok"] = SIZES["num_experts_per_tok"]
+
+
+def _fit_factors(default, kw: dict[str, Any], accepted: set[str], config_cls) -> None:
+    """Tuples that split a size into parts keep splitting the shrunk one: parts summing to a
+    shrunk width are scaled to it (Reformer's axial position embedding widths (64, 192) of
+    hidden 256), factors multiplying to the position count become factors of the synthetic
+    sequence (its `axial_pos_shape` (64, 64) of 4096 positions must multiply to the sequence
+    length in training)."""
+    widths = {get(default, w): kw[w] for w in _WIDTHS if w in kw}
+    positions = get(default, "max_position_embeddings")
+    for name in sorted(accepted):
+        value = get(default, name)
+        if name in kw or not _settable(config_cls, name) or not isinstance(value, list | tuple):
+            continue
+        if len(value) < 2 or not all(isinstance(v, int) and v > 0 for v in value):
+            continue
+        if sum(value) in widths and widths[sum(value)] != sum(value):
+            kw[name] = type(value)(_split(widths[sum(value)], value))
+        elif isinstance(positions, int) and math.prod(value) == positions and positions > SEQ:
+            kw[name] = type(value)(_factors(SEQ, len(value)))
+
+
+def _split(total: int, shares) -> list[int]:
+    """`total` split in the proportions of `shares`, each part at least 1, largest remainders
+    first."""
+    exact = [v * total / sum(shares) for v in shares]
+    parts = [max(1, int(x)) for x in exact]
+    for i in sorted(range(len(exact)), key=lambda i: parts[i] - exact[i]):
+        if sum(parts) >= total:
+            break
+        parts[i] += 1
+    return parts
+
+
+def _factors(n: int, count: int) -> list[int]:
+    """`count` factors of `n` (a power of two), as equal as they can be: 16 in 2 -> [4, 4]."""
+    out = [1] * count
+    i = 0
+    while n > 1:
+        out[i % count] *= 2
+        n //= 2
+        i += 1
+    return out
 
 
 def _fit_mamba(default, kw: dict[str, Any]) -> None:
@@ -228,6 +330,48 @@ def _fit_mamba(default, kw: dict[str, Any]) -> None:
         kw["mamba_d_ssm"] = width
     kw["mamba_n_heads"] = MAMBA_HEADS
     kw["mamba_d_head"] = width // MAMBA_HEADS
+
+
+STEM_WIDTH = 32  # a patch-merging hierarchy's first stage, where SIZES has no name for it
+
+
+def _fit_hierarchy(default, kw: dict[str, Any]) -> None:
+    """A patch-merging hierarchy's last width is its first stage's doubled at each merge
+    (`hidden_size` = `embed_dim` x 2^(stages - 1): Swin's 96 -> 768, CLAP's audio tower with
+    `patch_embeds_hidden_size`): shrunk together, the first stage to `STEM_WIDTH` where no
+    size rule shrinks it."""
+    depths, hidden = get(default, "depths"), get(default, "hidden_size")
+    if not isinstance(depths, list | tuple) or "hidden_size" not in kw:
+        return
+    merges = 2 ** (len(depths) - 1)
+    for name in ("embed_dim", "patch_embeds_hidden_size"):
+        first = get(default, name)
+        if isinstance(first, int) and isinstance(hidden, int) and hidden == first * merges:
+            kw.setdefault(name, min(first, STEM_WIDTH))
+            kw["hidden_size"] = kw[name] * merges
+            return
+
+
+def _fit_windows(default, kw: dict[str, Any]) -> None:
+    """Windowed attention over a patch-merging hierarchy (Swin: `depths` stages, each halving
+    the patch grid, its width `embed_dim` doubling up to `hidden_size`): a window larger than
+    a stage's grid is cut to the grid at run time while the relative-position table keeps the
+    configured window (Swin's "size of tensor a (16) must match b (49)"), so the window must fit
+    the last stage. Where the shrunk image leaves it too small, the window becomes `WINDOW`
+    and the image just large enough for a last stage of one window."""
+    window, patch, embed = (get(default, n) for n in ("window_size", "patch_size", "embed_dim"))
+    depths = get(default, "depths")
+    image = kw.get("image_size", get(default, "image_size"))
+    sizes = (window, patch, embed, image, get(default, "hidden_size"))
+    if not isinstance(depths, list | tuple) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in sizes
+    ):
+        return
+    merges = 2 ** (len(depths) - 1)
+    if get(default, "hidden_size") != embed * merges or image // patch // merges >= window:
+        return
+    kw["window_size"] = min(window, WINDOW)
+    kw["image_size"] = max(image, kw["window_size"] * patch * merges)
 
 
 def _fit_out_indices(default, kw: dict[str, Any], new_layers: int | None) -> None:
@@ -351,13 +495,81 @@ def shrink_kwargs(
                 (n.split(".", 1)[1], v) for n, v in forced if n.startswith(f"{name}.")
             )
             kw[name] = shrink_config(value, inner, inner_forced)
+    _fill_unset(default, kw, accepted)
+    _fit_layout_width(default, kw)
     _fit_heads(default, kw)
     _fit_mamba(default, kw)
     _fit_tied(default, kw, accepted, config_cls)
+    _fit_factors(default, kw, accepted, config_cls)
     _fit_out_indices(default, kw, new_layers)
+    _fit_hierarchy(default, kw)
+    _fit_windows(default, kw)
     _fit_per_layer_config(default, kw, kept or list(range(new_layers or 0)))
+    _fit_grid(default, kw, accepted, config_cls)
+    _fit_siblings(default, kw, undone, forced)
     kw.update((n, v) for n, v in forced if "." not in n)
     return kw
+
+
+def _fit_grid(default, kw: dict[str, Any], accepted: set[str], config_cls) -> None:
+    """A size that is the patch grid's side in the default (SAM's prompt encoder
+    `image_embedding_size` 64 = 1024 / 16) stays the shrunk image's grid side."""
+    image, patch = get(default, "image_size"), get(default, "patch_size")
+    if "image_size" not in kw or not isinstance(image, int) or not isinstance(patch, int):
+        return
+    if not isinstance(kw["image_size"], int) or patch <= 0 or image // patch <= 1:
+        return
+    for name in sorted(accepted):
+        if name in kw or not name.endswith("_size") or not _settable(config_cls, name):
+            continue
+        if "patch" in name or name in SIZES:
+            continue  # the sizes the grid is made of (Pixio's patch 16 of 256 px is 16 patches)
+        if get(default, name) == image // patch:
+            kw[name] = max(1, kw["image_size"] // patch)
+
+
+def _fit_siblings(default, kw: dict[str, Any], undone: frozenset[str], forced: Forced) -> None:
+    """Sub-configs of one model exchange tensors, so a sub-config's channel count equal in the
+    default to a sibling's width (SAM's vision `output_channels` 256, the prompt encoder's and
+    mask decoder's `hidden_size`; its `num_pos_feats`, half of it; SAM 3's vision
+    `fpn_hidden_size`, its DETR encoder's width) follows that width where the
+    siblings shrank it alike: the
+    sub-config is shrunk again with it forced."""
+    subs = {n: v for n, v in kw.items() if is_config(v) and is_config(get(default, n))}
+    if len(subs) < 2:
+        return
+    shrunk: dict[int, set[int]] = {}
+    for name, sub in subs.items():
+        for w in _WIDTHS:
+            old, new = get(get(default, name), w), get(sub, w)
+            if isinstance(old, int) and isinstance(new, int) and old != new:
+                shrunk.setdefault(old, set()).add(new)
+    widths = {old: news.pop() for old, news in shrunk.items() if len(news) == 1}
+    for name, value in vars(default).items():
+        # a size of the model itself that the shrink keeps (X-CLIP's projection_dim 512, which
+        # its MIT width must match, equal to the text width only by chance): not a tie
+        if isinstance(value, int) and not isinstance(value, bool) and kw.get(name, value) == value:
+            widths.pop(value, None)
+    for name, sub in subs.items():
+        old_sub = get(default, name)
+        ties = []
+        for attr, value in vars(old_sub).items():
+            if not isinstance(value, int) or get(sub, attr) != value:
+                continue
+            if any(n == f"{name}.{attr}" for n, _ in forced):
+                continue
+            if attr.endswith(("_channels", "_hidden_size")) and value in widths:
+                ties.append((attr, widths[value]))
+            elif "pos_feats" in attr and 2 * value in widths:
+                # sine position features, two per channel (SAM's num_pos_feats 128 of 256)
+                ties.append((attr, widths[2 * value] // 2))
+        if ties:
+            inner = frozenset(n.split(".", 1)[1] for n in undone if n.startswith(f"{name}."))
+            inner |= undone & {FIRST_LAYERS}
+            inner_forced = tuple(
+                (n.split(".", 1)[1], v) for n, v in forced if n.startswith(f"{name}.")
+            )
+            kw[name] = shrink_config(old_sub, inner, (*inner_forced, *ties))
 
 
 def _is_random(name: str) -> bool:
@@ -442,6 +654,13 @@ def shrink_config(default, _undone: frozenset[str] = frozenset(), _forced: Force
             # a vocabulary left to the checkpoint leaves its padding id too (ESM masks
             # `input_ids != pad_token_id`): one below the synthetic ids, which start at 3
             kw["pad_token_id"] = PAD_ID
+    if "image_token_index" in accepted and get(default, "image_token_index", 0) is None:
+        # the prompt's image placeholder id, left to the checkpoint's processor (BLIP-2
+        # compares `input_ids == None` without one): the last id of the shrunk vocabulary
+        # of its text model (hf_inputs puts it where the image features go)
+        text_vocab = get(kw.get("text_config"), "vocab_size")
+        if isinstance(text_vocab, int) and _settable(config_cls, "image_token_index"):
+            kw["image_token_index"] = text_vocab - 1
     merged = {**default.to_dict(), **kw}
     _fit_mrope(merged, config_cls)
     merged.pop("model_type", None)
