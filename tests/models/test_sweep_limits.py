@@ -24,3 +24,30 @@ def test_a_worker_that_dies_fails_its_model_only():
     assert [r["status"] for r in rows] == ["fail"]
     assert rows[0]["model"] == "nosuchsuite:model"
     assert "unknown suite" in rows[0]["detail"]
+
+
+def test_idle_seconds_grow_on_an_idle_machine_only_as_cores_idle():
+    before = sweep._idle_seconds()
+    time.sleep(0.2)
+    after = sweep._idle_seconds()
+    assert 0.0 <= after - before <= 0.2 * (os.cpu_count() or 1) + 0.05
+
+
+def test_wall_bound_before_the_cpu_limit_is_starved_unless_the_machine_sat_idle():
+    # 100 of 600 CPU s in 2,400 s, the machine never idle long enough for the other 500 s:
+    # starved (not recorded, a rerun tries it); idle for 3,000 CPU s meanwhile: it stalled
+    (starved,) = sweep._over_wall("timm:x", ("compiled",), 600.0, 100.0, 2400.0, 40.0)
+    assert starved["status"] == sweep.STARVED and "starved: 100 CPU s" in starved["detail"]
+    (stalled,) = sweep._over_wall("timm:x", ("compiled",), 600.0, 100.0, 2400.0, 3000.0)
+    assert stalled["status"] == "timeout" and "stalled" in stalled["detail"]
+
+
+def test_starved_rows_are_not_written(tmp_path, monkeypatch):
+    def chunk(models, modes, timeout):
+        yield sweep._over_wall(models[0], modes, timeout, 1.0, 4 * timeout, 0.0)
+
+    monkeypatch.setattr(sweep, "run_chunk", chunk)
+    results = tmp_path / "r.jsonl"
+    args = ["--models", "timm:x", "--modes", "compiled", "--results", str(results), "--no-write"]
+    assert sweep.main(args) == 0
+    assert not results.exists() or results.read_text() == ""

@@ -62,6 +62,32 @@ def _cpu_seconds(pid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def _idle_seconds() -> float:
+    """Idle CPU seconds of the whole machine since boot (all cores); 0 where /proc cannot tell."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()[1:]
+    except OSError:
+        return 0.0
+    return (int(fields[3]) + int(fields[4])) / os.sysconf("SC_CLK_TCK")  # idle + iowait
+
+
+def _over_wall(model: str, modes, timeout: float, cpu: float, wall: float, idle: float):
+    """The rows of a model stopped by the wall-clock bound before its CPU limit. A worker the
+    machine had no idle CPU to give (`idle` seconds were idle meanwhile, fewer than it still
+    had the right to use) was starved, not slow: its rows are `starved`, never written, and a
+    rerun tries the model again. One that left the CPU idle stalled: a timeout."""
+    if idle < timeout - cpu:
+        why = f"starved: {cpu:.0f} CPU s in {wall:.0f} s, the machine idle {idle:.0f} CPU s"
+        return _failed(model, modes, STARVED, why)
+    why = f"stalled: {cpu:.0f} CPU s in {wall:.0f} s with {idle:.0f} CPU s idle"
+    return _failed(model, modes, "timeout", f"no result within {timeout:.0f} CPU s ({why})")
+
+
+#: the status of rows of a starved worker (see _over_wall): reported, not recorded
+STARVED = "starved"
+
+
 def run_chunk(models: list[str], modes: tuple[str, ...], timeout: float) -> Iterator[list[dict]]:
     """Each model's rows, in order, from workers that run `models` one after the other; the
     model running when a worker crashes, uses `timeout` CPU seconds, or runs `_WALL_FACTOR` x
@@ -75,7 +101,7 @@ def run_chunk(models: list[str], modes: tuple[str, ...], timeout: float) -> Iter
             sel = selectors.DefaultSelector()
             sel.register(proc.stdout, selectors.EVENT_READ)
             rows: list[dict] = []
-            started, cpu0 = time.monotonic(), _cpu_seconds(proc.pid)
+            started, cpu0, idle0 = time.monotonic(), _cpu_seconds(proc.pid), _idle_seconds()
             while pending:
                 ready = sel.select(timeout=_POLL)
                 cpu = _cpu_seconds(proc.pid) - cpu0
@@ -84,9 +110,14 @@ def run_chunk(models: list[str], modes: tuple[str, ...], timeout: float) -> Iter
                 if cpu >= timeout or wall >= _WALL_FACTOR * timeout:
                     proc.kill()
                     proc.wait()
-                    # its own status: a slow model is not a wrong one
-                    why = f"no result within {timeout:.0f} CPU s ({cpu:.0f} CPU s, {wall:.0f} s)"
-                    yield _failed(pending.pop(0), modes, "timeout", why)
+                    if cpu >= timeout:  # its own status: a slow model is not a wrong one
+                        why = (
+                            f"no result within {timeout:.0f} CPU s ({cpu:.0f} CPU s, {wall:.0f} s)"
+                        )
+                        yield _failed(pending.pop(0), modes, "timeout", why)
+                    else:
+                        idle = _idle_seconds() - idle0
+                        yield _over_wall(pending.pop(0), modes, timeout, cpu, wall, idle)
                     break
                 if not ready:
                     continue
@@ -107,7 +138,7 @@ def run_chunk(models: list[str], modes: tuple[str, ...], timeout: float) -> Iter
                     pending.pop(0)
                     yield rows
                     rows = []
-                    started, cpu0 = time.monotonic(), _cpu_seconds(proc.pid)
+                    started, cpu0, idle0 = time.monotonic(), _cpu_seconds(proc.pid), _idle_seconds()
             else:
                 proc.wait()
             sel.close()
@@ -180,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
             for rows in run_chunk(models[start : start + args.chunk], need, args.timeout):
                 with open(args.results, "a") as f:
                     for row in rows:
-                        f.write(json.dumps(row) + "\n")
+                        if row["status"] != STARVED:
+                            f.write(json.dumps(row) + "\n")
                 count += 1
                 summary = ", ".join(f"{r['mode']} {r['status']}" for r in rows)
                 print(f"[{count}/{total}] {rows[0]['model']}: {summary}", flush=True)
