@@ -28,6 +28,7 @@ carry them along, each for a whole kind of config rather than one model:
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 import re
@@ -120,6 +121,25 @@ MAMBA_HEADS = 8
 # config whose default has none (ESM's default leaves it to the checkpoint).
 VOCAB = 256
 PAD_ID = 1  # the padding id given with that vocabulary (hf_inputs draws ids from 3)
+
+
+# The image sides the builder tries, smallest first (`hf_models.build_with_inputs`): a model
+# whose strides and pooling reduce a 32 px image to nothing (MobileViTv2's output stride 32
+# before a 2 x 2 unfold, PP-OCR's 48-line recognizers) gets the next side at which its CPU
+# reference runs, never more than its default image.
+IMAGE_SIDES = (32, 64, 128, 256)
+
+
+@contextlib.contextmanager
+def image_side(side: int):
+    """Shrink images to `side` (`SIZES["image_size"]`, which hf_inputs also synthesizes for a
+    config without an image size) within the block."""
+    old = SIZES["image_size"]
+    SIZES["image_size"] = side
+    try:
+        yield
+    finally:
+        SIZES["image_size"] = old
 
 
 def is_config(value) -> bool:
