@@ -155,3 +155,15 @@ def test_each_image_of_a_patch_grid_gets_its_merge_size():
     merge = hf_inputs.config_value(config, "spatial_merge_size") or 1  # (its config has none)
     assert batch["merge_sizes"].tolist() == [merge] * batch["grid_thw"].shape[0]
     _runs(model, batch)
+
+
+def test_per_stage_widths_follow_the_shrunk_first_stage():
+    # SAM 2's Hiera: `embed_dim_per_stage` [96, ..., 768] starts at hidden_size 96
+    config = _shrunk("sam2_hiera_det_model")
+    assert config.embed_dim_per_stage[0] == config.hidden_size == 64
+    assert config.embed_dim_per_stage == [64, 128, 256, 512]
+    assert list(config.image_size) == [32, 32]  # its 1024 px square, given as a list
+
+
+def test_a_square_image_size_list_is_shrunk():
+    assert list(_shrunk("pvt_v2").image_size) == [32, 32]  # was [224, 224]

@@ -372,6 +372,34 @@ def _fit_hierarchy(default, kw: dict[str, Any]) -> None:
             return
 
 
+def _square(value) -> bool:
+    return (
+        isinstance(value, list | tuple)
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        and value[0] == value[1]
+    )
+
+
+def _fit_stage_widths(default, kw: dict[str, Any]) -> None:
+    """Per-stage widths (`*_per_stage`: SAM 2's Hiera `embed_dim_per_stage` [96, ..., 768])
+    whose first stage is the model's `hidden_size` are scaled with it, so the stem's width
+    still feeds the first stage (96 -> 64: [64, 128, 256, 512])."""
+    old, new = get(default, "hidden_size"), kw.get("hidden_size")
+    if not isinstance(old, int) or not isinstance(new, int) or old <= 0:
+        return
+    for name in dir(default):
+        widths = get(default, name) if name.endswith("_per_stage") else None
+        if (
+            isinstance(widths, list | tuple)
+            and widths
+            and widths[0] == old
+            and all(isinstance(w, int) and (w * new) % old == 0 for w in widths)
+            and name not in kw
+        ):
+            kw[name] = [w * new // old for w in widths]
+
+
 def _fit_windows(default, kw: dict[str, Any]) -> None:
     """Windowed attention over a patch-merging hierarchy (Swin: `depths` stages, each halving
     the patch grid, its width `embed_dim` doubling up to `hidden_size`): a window larger than
@@ -467,6 +495,8 @@ def shrink_kwargs(
         value = get(default, name) if name in accepted and _settable(config_cls, name) else None
         if isinstance(value, int) and not isinstance(value, bool) and value > size:
             kw[name] = size
+        elif name == "image_size" and _square(value) and value[0] > size:
+            kw[name] = [size] * len(value)  # a square image given as a list (SAM 2's 1024 px)
     params = set(inspect.signature(config_cls.__init__).parameters)
     params |= set(getattr(config_cls, "__dataclass_fields__", {}))
     depths = get(default, "depths")
@@ -523,6 +553,7 @@ def shrink_kwargs(
     _fit_factors(default, kw, accepted, config_cls)
     _fit_out_indices(default, kw, new_layers)
     _fit_hierarchy(default, kw)
+    _fit_stage_widths(default, kw)
     _fit_windows(default, kw)
     _fit_per_layer_config(default, kw, kept or list(range(new_layers or 0)))
     _fit_grid(default, kw, accepted, config_cls)
