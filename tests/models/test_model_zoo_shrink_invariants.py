@@ -167,3 +167,10 @@ def test_per_stage_widths_follow_the_shrunk_first_stage():
 
 def test_a_square_image_size_list_is_shrunk():
     assert list(_shrunk("pvt_v2").image_size) == [32, 32]  # was [224, 224]
+
+
+def test_channel_lists_follow_the_scaled_stage_widths():
+    # SAM 2's neck reads the Hiera stages, last first: [768, 384, 192, 96] by default
+    vision = _shrunk("sam2_vision_model")
+    assert vision.backbone_channel_list == vision.backbone_config.embed_dim_per_stage[::-1]
+    assert vision.backbone_channel_list == [512, 256, 128, 64]

@@ -400,6 +400,33 @@ def _fit_stage_widths(default, kw: dict[str, Any]) -> None:
             kw[name] = [w * new // old for w in widths]
 
 
+def _fit_stage_channels(default, kw: dict[str, Any]) -> None:
+    """Channel lists beside a sub-config whose per-stage widths were scaled (SAM 2's neck
+    `backbone_channel_list` [768, 384, 192, 96], its Hiera backbone's stages reversed) map
+    each width to the scaled one."""
+    scaled: dict[int, int] = {}
+    for sub, config in kw.items():
+        old = get(default, sub)
+        if not (is_config(config) and is_config(old)):
+            continue
+        for name in dir(old):
+            before = get(old, name) if name.endswith("_per_stage") else None
+            after = get(config, name) if before is not None else None
+            if isinstance(before, list | tuple) and isinstance(after, list | tuple):
+                scaled.update((b, a) for b, a in zip(before, after) if b != a)
+    if not scaled:
+        return
+    for name in dir(default):
+        value = get(default, name) if not name.startswith("_") else None
+        if (
+            name not in kw
+            and isinstance(value, list | tuple)
+            and value
+            and all(isinstance(v, int) and v in scaled for v in value)
+        ):
+            kw[name] = [scaled[v] for v in value]
+
+
 def _fit_windows(default, kw: dict[str, Any]) -> None:
     """Windowed attention over a patch-merging hierarchy (Swin: `depths` stages, each halving
     the patch grid, its width `embed_dim` doubling up to `hidden_size`): a window larger than
@@ -554,6 +581,7 @@ def shrink_kwargs(
     _fit_out_indices(default, kw, new_layers)
     _fit_hierarchy(default, kw)
     _fit_stage_widths(default, kw)
+    _fit_stage_channels(default, kw)
     _fit_windows(default, kw)
     _fit_per_layer_config(default, kw, kept or list(range(new_layers or 0)))
     _fit_grid(default, kw, accepted, config_cls)
