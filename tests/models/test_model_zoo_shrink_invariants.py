@@ -174,3 +174,10 @@ def test_channel_lists_follow_the_scaled_stage_widths():
     vision = _shrunk("sam2_vision_model")
     assert vision.backbone_channel_list == vision.backbone_config.embed_dim_per_stage[::-1]
     assert vision.backbone_channel_list == [512, 256, 128, 64]
+
+
+def test_feature_sizes_follow_the_backbone_image():
+    # SAM 2's neck declares its feature maps of the 1024 px image: 256, 128, 64 a side
+    vision = _shrunk("sam2_vision_model")
+    side = vision.backbone_config.image_size[0]
+    assert vision.backbone_feature_sizes == [[side // 4] * 2, [side // 8] * 2, [side // 16] * 2]

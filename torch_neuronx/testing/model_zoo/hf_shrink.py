@@ -427,6 +427,34 @@ def _fit_stage_channels(default, kw: dict[str, Any]) -> None:
             kw[name] = [scaled[v] for v in value]
 
 
+def _side(value) -> int | None:
+    if _square(value):
+        return value[0]
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _fit_feature_sizes(default, kw: dict[str, Any]) -> None:
+    """Feature-map sizes declared beside a backbone sub-config (SAM 2's neck
+    `backbone_feature_sizes` [[256, 256], [128, 128], [64, 64]] of its 1024 px image) follow
+    the backbone's shrunk image side (32 px: [[8, 8], [4, 4], [2, 2]])."""
+    for sub, config in list(kw.items()):
+        old = get(default, sub)
+        if not (is_config(config) and is_config(old)):
+            continue
+        before, after = _side(get(old, "image_size")), _side(get(config, "image_size"))
+        if not before or not after or before == after:
+            continue
+        for name in dir(default):
+            sizes = get(default, name) if name.endswith("feature_sizes") else None
+            if (
+                name not in kw
+                and isinstance(sizes, list | tuple)
+                and sizes
+                and all(_square(v) and (v[0] * after) % before == 0 for v in sizes)
+            ):
+                kw[name] = [[v[0] * after // before] * 2 for v in sizes]
+
+
 def _fit_windows(default, kw: dict[str, Any]) -> None:
     """Windowed attention over a patch-merging hierarchy (Swin: `depths` stages, each halving
     the patch grid, its width `embed_dim` doubling up to `hidden_size`): a window larger than
@@ -582,6 +610,7 @@ def shrink_kwargs(
     _fit_hierarchy(default, kw)
     _fit_stage_widths(default, kw)
     _fit_stage_channels(default, kw)
+    _fit_feature_sizes(default, kw)
     _fit_windows(default, kw)
     _fit_per_layer_config(default, kw, kept or list(range(new_layers or 0)))
     _fit_grid(default, kw, accepted, config_cls)
