@@ -155,3 +155,29 @@ def test_each_image_of_a_patch_grid_gets_its_merge_size():
     merge = hf_inputs.config_value(config, "spatial_merge_size") or 1  # (its config has none)
     assert batch["merge_sizes"].tolist() == [merge] * batch["grid_thw"].shape[0]
     _runs(model, batch)
+
+
+def test_per_stage_widths_follow_the_shrunk_first_stage():
+    # SAM 2's Hiera: `embed_dim_per_stage` [96, ..., 768] starts at hidden_size 96
+    config = _shrunk("sam2_hiera_det_model")
+    assert config.embed_dim_per_stage[0] == config.hidden_size == 64
+    assert config.embed_dim_per_stage == [64, 128, 256, 512]
+    assert list(config.image_size) == [32, 32]  # its 1024 px square, given as a list
+
+
+def test_a_square_image_size_list_is_shrunk():
+    assert list(_shrunk("pvt_v2").image_size) == [32, 32]  # was [224, 224]
+
+
+def test_channel_lists_follow_the_scaled_stage_widths():
+    # SAM 2's neck reads the Hiera stages, last first: [768, 384, 192, 96] by default
+    vision = _shrunk("sam2_vision_model")
+    assert vision.backbone_channel_list == vision.backbone_config.embed_dim_per_stage[::-1]
+    assert vision.backbone_channel_list == [512, 256, 128, 64]
+
+
+def test_feature_sizes_follow_the_backbone_image():
+    # SAM 2's neck declares its feature maps of the 1024 px image: 256, 128, 64 a side
+    vision = _shrunk("sam2_vision_model")
+    side = vision.backbone_config.image_size[0]
+    assert vision.backbone_feature_sizes == [[side // 4] * 2, [side // 8] * 2, [side // 16] * 2]

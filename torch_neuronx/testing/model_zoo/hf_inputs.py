@@ -213,7 +213,10 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
         hidden = config_value(config, "hidden_size") or 64
         return {name: torch.randn(BATCH, SEQ, hidden, generator=g)}
     if name == "noise":  # one per patch
-        size, patch = config_value(config, "image_size") or 32, config_value(config, "patch_size")
+        size, patch = (
+            config_value(config, "image_size") or hf_shrink.SIZES["image_size"],
+            config_value(config, "patch_size"),
+        )
         size = size[0] if isinstance(size, list | tuple) else size
         patch = patch[0] if isinstance(patch, list | tuple) else patch or 16
         return {name: torch.rand(BATCH, (size // patch) ** 2, generator=g)}
@@ -448,7 +451,7 @@ def _pixels(config, g: torch.Generator, name: str = "pixel_values") -> dict[str,
     )
     if not size and config_value(config, "max_2d_position_embeddings"):
         size = config_value(config, "input_size")  # a document model's page (LayoutLMv3)
-    size = size or 32
+    size = size or hf_shrink.SIZES["image_size"]
     height, width = (size[0], size[-1]) if isinstance(size, list | tuple) else (size, size)
     channels = config_value(config, "num_channels") or 3
     frames = config_value(config, "num_frames") or config_value(config, "frames_per_clip")
@@ -466,7 +469,7 @@ def _naflex(config, g) -> dict[str, torch.Tensor]:
     patch = config_value(config, "patch_size") or 16
     patch = patch[0] if isinstance(patch, list | tuple) else patch
     channels = config_value(config, "num_channels") or 3
-    side = max(2, (config_value(config, "image_size") or 32) // patch)
+    side = max(2, (config_value(config, "image_size") or hf_shrink.SIZES["image_size"]) // patch)
     return {
         "pixel_values": torch.randn(BATCH, side * side, channels * patch * patch, generator=g),
         "pixel_attention_mask": torch.ones(BATCH, side * side, dtype=torch.long),

@@ -10,6 +10,9 @@ downloaded: configs come from the installed library, weights from the seeded ini
 
 from __future__ import annotations
 
+import copy
+import inspect
+
 import torch
 
 from torch_neuronx.testing.model_zoo import hf_inputs, hf_shrink
@@ -51,6 +54,49 @@ def build(model_type: str, seed: int = 0):
         # blocks): its first layers, as the shrink kept before every kind was
         config = shrink_config(default, frozenset({hf_shrink.FIRST_LAYERS}))
         return _build(config, seed, cls), config
+
+
+def build_with_inputs(model_type: str, seed: int = 0):
+    """The seeded model of `model_type`, its config and batch, at the smallest image side of
+    `hf_shrink.IMAGE_SIDES` (at most the default config's image size) at which a forward of a
+    copy of the model on its image batch runs on CPU: a 32 px image is too small for a model
+    whose strides and pooling leave nothing of it (MobileViTv2, PP-OCR's recognizers). A model
+    without an image input, or that fails at every side, is built at the first side (its
+    error is then the one a 32 px image gives)."""
+    first = None
+    for side in hf_shrink.IMAGE_SIDES:
+        if first is not None and side > _image_cap(model_type):
+            break
+        with hf_shrink.image_side(side):
+            model, config = build(model_type, seed)
+            batch = inputs(model, config)
+        first = first or (model, config, batch)
+        if not any("pixel_values" in name for name in batch) or _runs(model, batch):
+            return model, config, batch
+    return first
+
+
+def _image_cap(model_type: str) -> int:
+    from transformers import AutoConfig
+
+    size = _config_value(AutoConfig.for_model(model_type), "image_size")
+    size = max(size) if isinstance(size, list | tuple) else size
+    return size if isinstance(size, int) else max(hf_shrink.IMAGE_SIDES)
+
+
+def _runs(model, batch) -> bool:
+    """Whether a forward of a copy of `model` (training mode, as the check runs it; the copy
+    so that no batch-norm statistics move) on `batch` runs."""
+    probe = copy.deepcopy(model).train()
+    kwargs = (
+        {"use_cache": False} if "use_cache" in inspect.signature(probe.forward).parameters else {}
+    )
+    try:
+        with torch.no_grad():
+            probe(**batch, **kwargs)
+    except Exception:  # noqa: BLE001 - any failure: the next side, or the check reports it
+        return False
+    return True
 
 
 def _model_class(config):

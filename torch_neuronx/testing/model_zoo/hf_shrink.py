@@ -28,6 +28,7 @@ carry them along, each for a whole kind of config rather than one model:
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 import re
@@ -120,6 +121,25 @@ MAMBA_HEADS = 8
 # config whose default has none (ESM's default leaves it to the checkpoint).
 VOCAB = 256
 PAD_ID = 1  # the padding id given with that vocabulary (hf_inputs draws ids from 3)
+
+
+# The image sides the builder tries, smallest first (`hf_models.build_with_inputs`): a model
+# whose strides and pooling reduce a 32 px image to nothing (MobileViTv2's output stride 32
+# before a 2 x 2 unfold, PP-OCR's 48-line recognizers) gets the next side at which its CPU
+# reference runs, never more than its default image.
+IMAGE_SIDES = (32, 64, 128, 256)
+
+
+@contextlib.contextmanager
+def image_side(side: int):
+    """Shrink images to `side` (`SIZES["image_size"]`, which hf_inputs also synthesizes for a
+    config without an image size) within the block."""
+    old = SIZES["image_size"]
+    SIZES["image_size"] = side
+    try:
+        yield
+    finally:
+        SIZES["image_size"] = old
 
 
 def is_config(value) -> bool:
@@ -352,6 +372,89 @@ def _fit_hierarchy(default, kw: dict[str, Any]) -> None:
             return
 
 
+def _square(value) -> bool:
+    return (
+        isinstance(value, list | tuple)
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        and value[0] == value[1]
+    )
+
+
+def _fit_stage_widths(default, kw: dict[str, Any]) -> None:
+    """Per-stage widths (`*_per_stage`: SAM 2's Hiera `embed_dim_per_stage` [96, ..., 768])
+    whose first stage is the model's `hidden_size` are scaled with it, so the stem's width
+    still feeds the first stage (96 -> 64: [64, 128, 256, 512])."""
+    old, new = get(default, "hidden_size"), kw.get("hidden_size")
+    if not isinstance(old, int) or not isinstance(new, int) or old <= 0:
+        return
+    for name in dir(default):
+        widths = get(default, name) if name.endswith("_per_stage") else None
+        if (
+            isinstance(widths, list | tuple)
+            and widths
+            and widths[0] == old
+            and all(isinstance(w, int) and (w * new) % old == 0 for w in widths)
+            and name not in kw
+        ):
+            kw[name] = [w * new // old for w in widths]
+
+
+def _fit_stage_channels(default, kw: dict[str, Any]) -> None:
+    """Channel lists beside a sub-config whose per-stage widths were scaled (SAM 2's neck
+    `backbone_channel_list` [768, 384, 192, 96], its Hiera backbone's stages reversed) map
+    each width to the scaled one."""
+    scaled: dict[int, int] = {}
+    for sub, config in kw.items():
+        old = get(default, sub)
+        if not (is_config(config) and is_config(old)):
+            continue
+        for name in dir(old):
+            before = get(old, name) if name.endswith("_per_stage") else None
+            after = get(config, name) if before is not None else None
+            if isinstance(before, list | tuple) and isinstance(after, list | tuple):
+                scaled.update((b, a) for b, a in zip(before, after) if b != a)
+    if not scaled:
+        return
+    for name in dir(default):
+        value = get(default, name) if not name.startswith("_") else None
+        if (
+            name not in kw
+            and isinstance(value, list | tuple)
+            and value
+            and all(isinstance(v, int) and v in scaled for v in value)
+        ):
+            kw[name] = [scaled[v] for v in value]
+
+
+def _side(value) -> int | None:
+    if _square(value):
+        return value[0]
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _fit_feature_sizes(default, kw: dict[str, Any]) -> None:
+    """Feature-map sizes declared beside a backbone sub-config (SAM 2's neck
+    `backbone_feature_sizes` [[256, 256], [128, 128], [64, 64]] of its 1024 px image) follow
+    the backbone's shrunk image side (32 px: [[8, 8], [4, 4], [2, 2]])."""
+    for sub, config in list(kw.items()):
+        old = get(default, sub)
+        if not (is_config(config) and is_config(old)):
+            continue
+        before, after = _side(get(old, "image_size")), _side(get(config, "image_size"))
+        if not before or not after or before == after:
+            continue
+        for name in dir(default):
+            sizes = get(default, name) if name.endswith("feature_sizes") else None
+            if (
+                name not in kw
+                and isinstance(sizes, list | tuple)
+                and sizes
+                and all(_square(v) and (v[0] * after) % before == 0 for v in sizes)
+            ):
+                kw[name] = [[v[0] * after // before] * 2 for v in sizes]
+
+
 def _fit_windows(default, kw: dict[str, Any]) -> None:
     """Windowed attention over a patch-merging hierarchy (Swin: `depths` stages, each halving
     the patch grid, its width `embed_dim` doubling up to `hidden_size`): a window larger than
@@ -447,6 +550,8 @@ def shrink_kwargs(
         value = get(default, name) if name in accepted and _settable(config_cls, name) else None
         if isinstance(value, int) and not isinstance(value, bool) and value > size:
             kw[name] = size
+        elif name == "image_size" and _square(value) and value[0] > size:
+            kw[name] = [size] * len(value)  # a square image given as a list (SAM 2's 1024 px)
     params = set(inspect.signature(config_cls.__init__).parameters)
     params |= set(getattr(config_cls, "__dataclass_fields__", {}))
     depths = get(default, "depths")
@@ -503,6 +608,9 @@ def shrink_kwargs(
     _fit_factors(default, kw, accepted, config_cls)
     _fit_out_indices(default, kw, new_layers)
     _fit_hierarchy(default, kw)
+    _fit_stage_widths(default, kw)
+    _fit_stage_channels(default, kw)
+    _fit_feature_sizes(default, kw)
     _fit_windows(default, kw)
     _fit_per_layer_config(default, kw, kept or list(range(new_layers or 0)))
     _fit_grid(default, kw, accepted, config_cls)

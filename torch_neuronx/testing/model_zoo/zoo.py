@@ -60,8 +60,8 @@ def builder(model: str) -> Callable[[], tuple[torch.nn.Module, dict[str, torch.T
         from torch_neuronx.testing.model_zoo import hf_models
 
         def build():
-            module, config = hf_models.build(name)
-            return module, hf_models.inputs(module, config)
+            module, _, batch = hf_models.build_with_inputs(name)
+            return module, batch
 
         return build
     raise ValueError(f"unknown suite {suite!r} in {model!r}")
