@@ -28,6 +28,8 @@ from collections.abc import Callable
 _DYNAMO = "torch._dynamo"
 _lock = threading.Lock()
 _hooked = False
+#: set once Dynamo is fully imported and the wrappers' code is registered as skipped
+_ready = False
 
 
 def untraced(fn: Callable, reason: str) -> Callable:
@@ -36,12 +38,10 @@ def untraced(fn: Callable, reason: str) -> Callable:
 
     @functools.wraps(fn)
     def call_untraced(*args, **kwargs):
-        dynamo = sys.modules.get(_DYNAMO)
-        disable = getattr(dynamo, "disable", None)
-        if disable is None:  # no Dynamo (or half imported): nothing can trace this call
+        if not _ready:  # no Dynamo (or not yet wholly imported): nothing can trace this call
             return fn(*args, **kwargs)
         if not disabled:
-            disabled.append(disable(fn, reason=reason, wrapping=False))
+            disabled.append(sys.modules[_DYNAMO].disable(fn, reason=reason, wrapping=False))
         return disabled[0](*args, **kwargs)
 
     call_untraced._torchdynamo_disable = True  # type: ignore[attr-defined]
@@ -58,7 +58,9 @@ _WRAPPER_CODE = next(
 
 def _skip_wrappers(dynamo) -> None:
     """Registers the wrappers' code as skipped (`dynamo` is the loaded torch._dynamo)."""
+    global _ready
     dynamo.eval_frame.skip_code(_WRAPPER_CODE)
+    _ready = True
 
 
 def _skip_when_dynamo_loads() -> None:
