@@ -6,16 +6,11 @@ image; a model that runs at 32 px keeps it."""
 
 from __future__ import annotations
 
-import importlib.util
-
-import pytest
+from zoo_support import needs_transformers
 
 from torch_neuronx.testing.model_zoo import zoo
 
-_HAVE_HF = importlib.util.find_spec("transformers") is not None
-pytestmark = pytest.mark.skipif(
-    not _HAVE_HF, reason="transformers is not installed (the `test` extra installs it)"
-)
+pytestmark = needs_transformers
 
 
 def _built(model_type: str):

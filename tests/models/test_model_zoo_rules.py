@@ -8,62 +8,49 @@ tiny model, with no training (fast enough for CI)."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 import torch
+from zoo_support import needs_transformers, shrunk
 
-from torch_neuronx.testing.model_zoo import train_check, zoo
+from torch_neuronx.testing.model_zoo import train_check
 
-_HAVE_HF = importlib.util.find_spec("transformers") is not None
-pytestmark = pytest.mark.skipif(
-    not _HAVE_HF, reason="transformers is not installed (the `test` extra installs it)"
-)
-
-
-def _shrunk(model_type: str):
-    zoo.torchvision_shim.install()
-    from transformers import AutoConfig
-
-    from torch_neuronx.testing.model_zoo import hf_shrink
-
-    return hf_shrink.shrink_config(AutoConfig.for_model(model_type))
+pytestmark = needs_transformers
 
 
 def test_backbone_out_indices_follow_the_shrunk_layers():
-    config = _shrunk("beit")  # out_features ["stage12"] of 12 layers
+    config = shrunk("beit")  # out_features ["stage12"] of 12 layers
     assert config.num_hidden_layers == 2
     assert config.out_features == ["stage2"] and set(config.out_features) <= set(config.stage_names)
 
 
 def test_stage_count_aliases_are_not_layer_counts():
-    config = _shrunk("convnext")  # num_hidden_layers is an alias of num_stages
+    config = shrunk("convnext")  # num_hidden_layers is an alias of num_stages
     assert config.num_stages == 4 == len(config.hidden_sizes)
     assert list(config.depths) == [1, 1, 1, 1]
 
 
 def test_latent_attention_keeps_its_dims_tied():
-    config = _shrunk("deepseek_v3")
+    config = shrunk("deepseek_v3")
     assert config.num_key_value_heads == config.num_attention_heads  # MLA is multi-head
     assert config.head_dim == config.qk_rope_head_dim
     assert config.n_routed_experts % config.n_group == 0 and config.topk_group <= config.n_group
 
 
 def test_widths_stay_multiples_of_the_head_count():
-    config = _shrunk("donut-swin")  # three heads in its first stage
+    config = shrunk("donut-swin")  # three heads in its first stage
     assert config.embed_dim % config.num_heads[0] == 0
     assert config.embed_dim < 96
 
 
 def test_mamba_heads_fit_the_mixer_width():
     for model_type in ("bamba", "falcon_h1"):  # a read-only `layer_types`; an explicit d_ssm
-        config = _shrunk(model_type)
+        config = shrunk(model_type)
         width = getattr(config, "mamba_d_ssm", None) or config.mamba_expand * config.hidden_size
         assert config.mamba_n_heads * config.mamba_d_head == width
 
 
 def test_heterogeneous_per_layer_overrides_follow_the_layers():
-    config = _shrunk("embedding_gemma2_text")  # overrides at layers 5, 11, ... of 24
+    config = shrunk("embedding_gemma2_text")  # overrides at layers 5, 11, ... of 24
     assert config.num_hidden_layers == 2
     # the kept layers' overrides (layer 5, full attention, is the shrunk stack's layer 1),
     # renumbered: none is left past the stack
@@ -76,7 +63,7 @@ def test_every_kind_of_layer_is_kept():
     # of each kind, so the full-attention path is trained too
     for model_type in ("gemma3_text", "qwen3_next", "olmo_hybrid"):
         default = _default(model_type)
-        config = _shrunk(model_type)
+        config = shrunk(model_type)
         assert set(config.layer_types) == set(default.layer_types)
         assert len(config.layer_types) == config.num_hidden_layers == 2
 
@@ -96,24 +83,24 @@ def _default(model_type: str):
 
 
 def test_per_layer_sizes_and_shared_layers_are_shrunk():
-    config = _shrunk("gemma3n_text")
+    config = shrunk("gemma3n_text")
     assert all(v <= 128 for v in config.intermediate_size)
     assert config.vocab_size_per_layer_input == config.vocab_size == 256
     assert 0 < config.num_kv_shared_layers < config.num_hidden_layers
 
 
 def test_random_masks_are_off():
-    config = _shrunk("data2vec-audio")  # SpecAugment draws differ between CPU and neuron
+    config = shrunk("data2vec-audio")  # SpecAugment draws differ between CPU and neuron
     assert config.mask_time_prob == 0.0 and config.mask_feature_prob == 0.0
 
 
 def test_a_rejected_shrink_is_undone_where_the_message_points():
     # "hidden_size should be equal to the last value in out_features": hidden_size unshrunk
-    config = _shrunk("efficientloftr")
+    config = shrunk("efficientloftr")
     assert config.hidden_size == config.out_features[-1]
     # "adaptor_config.intermediate_size must equal text_config.hidden_size // 4": those two
     # attributes of the sub-configs only, the text model otherwise shrunk
-    config = _shrunk("fun_asr_nano")
+    config = shrunk("fun_asr_nano")
     assert config.adaptor_config.intermediate_size == config.text_config.hidden_size // 4
     assert config.text_config.num_hidden_layers == 2
 
@@ -128,12 +115,12 @@ def _parameters(config) -> int:
 def test_sizes_a_validation_ties_stay_shrunk_together():
     # "`vision_config.text_hidden_size` (4608) must match `text_config.hidden_size` (64)":
     # undoing both sides built the text model at full width, 1,157M parameters (OOM-killed)
-    config = _shrunk("inkling2")
+    config = shrunk("inkling2")
     assert config.vision_config.text_hidden_size == config.text_config.hidden_size == 64
     assert _parameters(config) < 50_000_000
     # the same across two sub-configs (audio output onto the text embeddings), and per-layer
     # tuples the message names cut to the shrunk layer count rather than the count undone
-    config = _shrunk("muse_spark")
+    config = shrunk("muse_spark")
     audio = config.audio_config
     assert audio.out_hidden_size == config.text_config.hidden_size == 64
     assert audio.num_hidden_layers == 2 == len(audio.patch_sizes) == len(audio.depths)
@@ -141,12 +128,12 @@ def test_sizes_a_validation_ties_stay_shrunk_together():
 
 
 def test_derived_sizes_and_ids_stay_consistent():
-    config = _shrunk("xlnet")  # "`d_head` should be equal to `d_model // n_head`"
+    config = shrunk("xlnet")  # "`d_head` should be equal to `d_model // n_head`"
     assert config.d_head == config.d_model // config.n_head and config.d_model == 64
     # "`config.image_model_config.image_size` should match `config.patch_size`": tied
-    config = _shrunk("depth_pro")
+    config = shrunk("depth_pro")
     assert config.patch_size == config.image_model_config.image_size == 32
-    config = _shrunk("esm")  # no vocabulary nor padding id by default (left to the checkpoint)
+    config = shrunk("esm")  # no vocabulary nor padding id by default (left to the checkpoint)
     assert config.vocab_size == 256 and config.pad_token_id == 1
 
 
@@ -201,13 +188,13 @@ def test_inputs_take_the_layout_the_model_reads(model_type, name, shape):
 def test_multimodal_rope_sections_fit_the_shrunk_rotary_dims():
     # the modeling code's own default ([8, 12, 12] of 32) when the config has none
     for model_type, partial in (("glm4v_text", 1.0), ("glm4v_moe_text", 0.5)):
-        config = _shrunk(model_type)
+        config = shrunk(model_type)
         head_dim = config.hidden_size // config.num_attention_heads
         assert sum(config.rope_parameters["mrope_section"]) == int(head_dim * partial) // 2
 
 
 def test_a_derived_stage_count_follows_the_stages():
-    backbone = _shrunk("mask2former").backbone_config  # Swin: num_layers is len(depths)
+    backbone = shrunk("mask2former").backbone_config  # Swin: num_layers is len(depths)
     assert backbone.num_layers == len(backbone.depths) == len(backbone.stage_names) - 1
     assert set(backbone.out_features) <= set(backbone.stage_names)
 
@@ -229,7 +216,7 @@ def test_boolean_padding_masks_mark_nothing_as_padding():
 def test_waveforms_follow_the_extractor(model_type, layout):
     from torch_neuronx.testing.model_zoo import hf_inputs
 
-    config = _shrunk(model_type)
+    config = shrunk(model_type)
     values = hf_inputs._waveform_or_spectrogram(config, torch.Generator().manual_seed(0))
     if layout == "channels":
         expected = (2, 1, 1600)  # DAC: (batch, channels, samples)
@@ -264,15 +251,15 @@ def test_a_reference_that_is_not_finite_is_outside_the_sweep():
 
 
 def test_random_draws_are_off_or_shared():
-    assert _shrunk("phimoe").router_jitter_noise == 0.0  # a router's jitter noise
+    assert shrunk("phimoe").router_jitter_noise == 0.0  # a router's jitter noise
     _, batch = _batch("vit_mae")  # ViTMAE's masking noise: drawn once, given to both devices
     assert batch["noise"].shape == (2, batch["pixel_values"].shape[-1] ** 2 // 16**2)
 
 
 def test_scaling_coefficients_and_linear_attention_are_shrunk():
-    vision = _shrunk("align").vision_config  # EfficientNet-B7: 55 blocks at depth 3.1
+    vision = shrunk("align").vision_config  # EfficientNet-B7: 55 blocks at depth 3.1
     assert vision.depth_coefficient == 1.0 and vision.width_coefficient == 2.0
-    config = _shrunk("bailing_hybrid")
+    config = shrunk("bailing_hybrid")
     assert config.num_experts_per_token <= config.num_experts
     assert config.linear_num_heads * config.linear_head_dim == config.hidden_size
 
@@ -309,8 +296,8 @@ def _tiny_wrapped():
 def test_boxes_have_ordered_corners():
     from torch_neuronx.testing.model_zoo import hf_inputs
 
-    config = _shrunk("layoutlm")  # widths and heights index its position tables
+    config = shrunk("layoutlm")  # widths and heights index its position tables
     boxes = hf_inputs._boxes(config, torch.Generator().manual_seed(0))
     assert boxes.dtype == torch.long and boxes.shape == (2, 16, 4)
     assert (boxes[..., 2] >= boxes[..., 0]).all() and (boxes[..., 3] >= boxes[..., 1]).all()
-    assert _shrunk("bros").dim_bbox_projection == 16  # its head dim, as in the default
+    assert shrunk("bros").dim_bbox_projection == 16  # its head dim, as in the default

@@ -7,26 +7,13 @@ forward of the tiny model where the input is the rule (no training)."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 import torch
+from zoo_support import needs_transformers, shrunk
 
-from torch_neuronx.testing.model_zoo import train_check, zoo
+from torch_neuronx.testing.model_zoo import train_check
 
-_HAVE_HF = importlib.util.find_spec("transformers") is not None
-pytestmark = pytest.mark.skipif(
-    not _HAVE_HF, reason="transformers is not installed (the `test` extra installs it)"
-)
-
-
-def _shrunk(model_type: str):
-    zoo.torchvision_shim.install()
-    from transformers import AutoConfig
-
-    from torch_neuronx.testing.model_zoo import hf_shrink
-
-    return hf_shrink.shrink_config(AutoConfig.for_model(model_type))
+pytestmark = needs_transformers
 
 
 def _batch(model_type: str):
@@ -45,26 +32,26 @@ def _runs(model, batch) -> None:
 @pytest.mark.parametrize("model_type", ["swin", "donut-swin"])
 def test_a_window_fits_the_last_stage_of_the_hierarchy(model_type):
     # Swin cuts a window larger than a stage's grid at run time, but not its position table
-    config = _shrunk(model_type)
+    config = shrunk(model_type)
     last_grid = config.image_size // config.patch_size // 2 ** (len(config.depths) - 1)
     assert 1 < config.window_size <= last_grid
 
 
 def test_the_last_width_of_a_hierarchy_follows_its_first_stage():
-    audio = _shrunk("clap").audio_config  # CLAP's Swin-like audio tower: 96 -> 768 by default
+    audio = shrunk("clap").audio_config  # CLAP's Swin-like audio tower: 96 -> 768 by default
     merges = 2 ** (len(audio.depths) - 1)
     assert audio.hidden_size == audio.patch_embeds_hidden_size * merges < 768
 
 
 def test_sizes_the_default_leaves_unset_are_given():
-    nemotron = _shrunk("nemotron")  # None meant multi-head attention; its code divides by it
+    nemotron = shrunk("nemotron")  # None meant multi-head attention; its code divides by it
     assert nemotron.num_key_value_heads == nemotron.num_attention_heads
-    assert _shrunk("deepseek_v2").num_experts_per_tok == 2  # top-k of None fails
-    assert _shrunk("xmod").default_language == "en_XX"  # the first of its `languages`
+    assert shrunk("deepseek_v2").num_experts_per_tok == 2  # top-k of None fails
+    assert shrunk("xmod").default_language == "en_XX"  # the first of its `languages`
 
 
 def test_parts_and_factors_of_a_size_follow_it():
-    config = _shrunk("reformer")  # axial position embeddings: (64, 192) of 256, (64, 64) of 4096
+    config = shrunk("reformer")  # axial position embeddings: (64, 192) of 256, (64, 64) of 4096
     assert sum(config.axial_pos_embds_dim) == config.hidden_size
     assert config.axial_pos_shape[0] * config.axial_pos_shape[1] == _seq()
 
@@ -76,16 +63,16 @@ def _seq() -> int:
 
 
 def test_a_document_width_stays_split_in_sixths():
-    config = _shrunk("layoutlmv3")  # 4 coordinates + 2 shape embeddings, concatenated
+    config = shrunk("layoutlmv3")  # 4 coordinates + 2 shape embeddings, concatenated
     assert 4 * config.coordinate_size + 2 * config.shape_size == config.hidden_size
     assert config.input_size < 224  # its page image, shrunk like an image size
-    lilt = _shrunk("lilt")  # hidden_size // 6 per box feature, / channel_shrink_ratio per head
+    lilt = shrunk("lilt")  # hidden_size // 6 per box feature, / channel_shrink_ratio per head
     assert lilt.hidden_size % 6 == 0
     assert (lilt.hidden_size // lilt.channel_shrink_ratio) % lilt.num_attention_heads == 0
 
 
 def test_channels_tied_to_a_sibling_width_follow_it():
-    config = _shrunk("sam")
+    config = shrunk("sam")
     width = config.prompt_encoder_config.hidden_size
     assert config.mask_decoder_config.hidden_size == width
     assert config.vision_config.output_channels == width
@@ -95,7 +82,7 @@ def test_channels_tied_to_a_sibling_width_follow_it():
 
 
 def test_depthwise_groups_follow_the_width():
-    config = _shrunk("mimi")
+    config = shrunk("mimi")
     assert config.upsample_groups == config.hidden_size
 
 
@@ -144,7 +131,7 @@ def test_an_unnamed_input_takes_its_documented_shape():
 
 
 def test_a_hidden_size_tied_to_the_siblings_follows_them():
-    config = _shrunk("sam3")  # its vision FPN feeds the DETR encoder
+    config = shrunk("sam3")  # its vision FPN feeds the DETR encoder
     assert config.vision_config.fpn_hidden_size == config.detr_encoder_config.hidden_size
 
 
@@ -159,25 +146,25 @@ def test_each_image_of_a_patch_grid_gets_its_merge_size():
 
 def test_per_stage_widths_follow_the_shrunk_first_stage():
     # SAM 2's Hiera: `embed_dim_per_stage` [96, ..., 768] starts at hidden_size 96
-    config = _shrunk("sam2_hiera_det_model")
+    config = shrunk("sam2_hiera_det_model")
     assert config.embed_dim_per_stage[0] == config.hidden_size == 64
     assert config.embed_dim_per_stage == [64, 128, 256, 512]
     assert list(config.image_size) == [32, 32]  # its 1024 px square, given as a list
 
 
 def test_a_square_image_size_list_is_shrunk():
-    assert list(_shrunk("pvt_v2").image_size) == [32, 32]  # was [224, 224]
+    assert list(shrunk("pvt_v2").image_size) == [32, 32]  # was [224, 224]
 
 
 def test_channel_lists_follow_the_scaled_stage_widths():
     # SAM 2's neck reads the Hiera stages, last first: [768, 384, 192, 96] by default
-    vision = _shrunk("sam2_vision_model")
+    vision = shrunk("sam2_vision_model")
     assert vision.backbone_channel_list == vision.backbone_config.embed_dim_per_stage[::-1]
     assert vision.backbone_channel_list == [512, 256, 128, 64]
 
 
 def test_feature_sizes_follow_the_backbone_image():
     # SAM 2's neck declares its feature maps of the 1024 px image: 256, 128, 64 a side
-    vision = _shrunk("sam2_vision_model")
+    vision = shrunk("sam2_vision_model")
     side = vision.backbone_config.image_size[0]
     assert vision.backbone_feature_sizes == [[side // 4] * 2, [side // 8] * 2, [side // 16] * 2]
