@@ -224,6 +224,32 @@ def test_plain_torch_compile_on_neuron_names_the_neuron_backend(device):
     assert 'backend="neuron"' in str(e.value)
 
 
+def test_masked_scatter_compiles_with_the_neuron_backend(device):
+    """BLIP-2's forward (image embeddings scattered into the text embeddings at masked
+    positions): Inductor's masked_scatter decomposition asks the neuron device's scheduling
+    which backend features it has. That query used to raise the plain-Inductor refusal
+    (NeuronInductorUnsupported) inside the neuron backend; it is answered as for the host."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 6, 4)
+    mask = torch.rand(2, 6, 1) > 0.5
+    src = torch.randn(2, 6, 4, requires_grad=True)
+
+    def f(x, mask, src):
+        return (x.masked_scatter(mask.expand_as(x), src) * 2).sum(-1)
+
+    want = f(x, mask, src)
+    want.sum().backward()
+    src_n = src.detach().to(device).requires_grad_()
+    got = torch.compile(f, backend="neuron")(x.to(device), mask.to(device), src_n)
+    got.sum().backward()
+    torch.testing.assert_close(got.cpu(), want)
+    torch.testing.assert_close(src_n.grad.cpu(), src.grad)
+    # the feature query does not open a way around the refusal of plain Inductor
+    g = torch.compile(lambda x: (x * 2).sin(), backend="inductor")
+    with pytest.raises(Exception, match=r"cannot generate code for tensors on the 'neuron'"):
+        g(torch.randn(4, device=device))
+
+
 def test_gpt_script_with_autocast_and_accumulation_compiles_two_graphs(device):
     """nanoGPT train.py's full loop shape (issue 26 item 4): bfloat16 autocast on the
     device, gradient accumulation, a learning rate set per step, clipping through a

@@ -35,8 +35,21 @@ class _Refusing(type):
 
 
 class Scheduling(metaclass=_Refusing):
-    def __init__(self, *args, **kwargs):
-        raise NeuronInductorUnsupported(MESSAGE)
+    # Inductor also builds a device's scheduling with no scheduler to ask which backend
+    # features the device's code generator has (codegen/common.py get_backend_features); its
+    # decompositions branch on the answer (masked_scatter asks MASKED_SCATTER_WITH_INDEX).
+    # The neuron backend traces with those decompositions on neuron tensors and generates
+    # code with Inductor's CPU code generator, so the answer is the host's. Only building
+    # one to schedule a graph (a scheduler given) is plain torch.compile, and refused.
+    def __init__(self, scheduler=None, *args, **kwargs):
+        if scheduler is not None or args or kwargs:
+            raise NeuronInductorUnsupported(MESSAGE)
+
+    @staticmethod
+    def get_backend_features(device):
+        from torch._inductor.codegen.common import get_backend_features
+
+        return get_backend_features("cpu")
 
 
 class PythonWrapperCodegen(metaclass=_Refusing):
