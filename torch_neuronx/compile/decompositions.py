@@ -27,6 +27,7 @@ import torch.fx.traceback as fx_traceback
 from torch_neuronx.eager import int_histc
 
 from . import legality
+from .host_decompositions import host_branch_table
 from .legality import DECOMPOSED_FROM
 
 __all__ = ["DECOMPOSED_FROM", "neuron_decompositions"]
@@ -56,7 +57,8 @@ def _annotated(op, fn: Callable) -> Callable:
 def neuron_decompositions() -> dict[Any, Callable]:
     from torch._inductor.decomposition import select_decomp_table
 
-    table = dict(select_decomp_table())
+    # the host's branch where a decomposition tests the device type (host_decompositions.py)
+    table = host_branch_table(select_decomp_table())
     table[torch.ops.aten.histc.default] = _histc
     return {op: _annotated(op, fn) for op, fn in table.items()}
 
