@@ -107,3 +107,35 @@ def test_channels_last_conv_keeps_channels_last(device):
     out = torch.compile(_conv, backend="neuron")(to_device_keeping_layout(x, device), w.to(device))
     assert _conv(x, w).is_contiguous(memory_format=torch.channels_last)
     assert out.is_contiguous(memory_format=torch.channels_last)
+
+
+def _conv1x1_upsample(x, w):
+    # an unstrided 1x1 convolution of a batch under 16 runs CPU's slow 2d kernel on one
+    # thread; the bilinear upsample's decomposition picks its output format from its input's
+    return F.interpolate(F.conv2d(x, w), scale_factor=2, mode="bilinear").relu()
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_one_thread_1x1_conv_layout_is_eagers(layout, device):
+    """FakeTensor's convolution rule gives a neuron convolution eager's memory format also for
+    the slow 2d kernel (timm's efficientformerv2_s0 under OMP_NUM_THREADS=1): the traced
+    strides, the compiled output's and CPU eager's agree."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        x, w = _inputs([(2, 8, 5, 5), (16, 8, 1, 1)], layout)
+        w = apply_layout(w, layout)
+        dx, dw = to_device_keeping_layout(x, device), to_device_keeping_layout(w, device)
+        eager = F.conv2d(dx, dw)
+        assert eager.stride() == F.conv2d(x, w).stride()
+        with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+            fake = F.conv2d(mode.from_tensor(dx), mode.from_tensor(dw))
+        assert fake.stride() == eager.stride(), (fake.stride(), eager.stride())
+        expected = _conv1x1_upsample(x, w)
+        actual = torch.compile(_conv1x1_upsample, backend="neuron")(dx, dw)
+        torch.testing.assert_close(actual.cpu(), expected, rtol=1e-4, atol=1e-5)
+        assert actual.stride() == expected.stride(), (actual.stride(), expected.stride())
+    finally:
+        torch.set_num_threads(threads)
