@@ -15,16 +15,9 @@ from __future__ import annotations
 
 # "suite:name" -> reason.
 EXCLUDED: dict[str, str] = {
-    # measured 2026-12-02 (docs/decisions.md, "Model-zoo ill-conditioned model"): no reference
-    # can judge the device at the sweep's setting, so neither mode says anything about it
-    "timm:cpubone_nano": (
-        "ill-conditioned at the sweep's 32 px and batch 2: its last stage is 1x1, so each "
-        "BatchNorm there normalises 2 values per channel and float32 rounding decides the "
-        "result. Step-0 losses: CPU eager 0.0555, CPU Inductor 0.0520, neuron compiled 0.0518; "
-        "CPU float32's own step-0 gradient of stages.3.0.main.spatial_conv.norm.weight is "
-        "4.35 (relative) from float64. Eager passes only by the float64 judgement, compiled "
-        "fails all three (float32, float64, CPU Inductor)"
-    ),
+    # (timm:cpubone_nano was listed here as ill-conditioned until its compiled run was found to
+    # differ from CPU Inductor through two backend bugs, fixed: docs/decisions.md, "Model-zoo
+    # ill-conditioned model" and the row after it)
 }
 
 # ("suite:name", mode) -> the reason (the open issue's error).
