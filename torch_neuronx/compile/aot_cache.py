@@ -37,11 +37,14 @@ _ROOT = os.path.dirname(_PKG)
 
 @functools.cache
 def _code_fingerprint() -> str:
-    """This package's sources, the op-policy module and the core extension (by size and
-    mtime): a development checkout changes them without changing the package version."""
+    """This package's sources, the op-policy and conv-backend modules and the core extension
+    (by size and mtime): a development checkout changes them without changing the package
+    version."""
     h = hashlib.sha256()
     files = sorted(glob.glob(os.path.join(_PKG, "*.py")))
     files.append(os.path.join(_ROOT, "eager", "op_policy.py"))
+    # the convolution memory format that FakeTensor gives neuron tensors shapes traced graphs
+    files.append(os.path.join(_ROOT, "eager", "conv_backend.py"))
     for path in files:
         try:
             with open(path, "rb") as f:
