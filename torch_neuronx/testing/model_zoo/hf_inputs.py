@@ -73,6 +73,8 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     params = _params(model)
     main = getattr(model, "main_input_name", "input_ids")
+    if isinstance(main, list | tuple):
+        main = main[0]  # several main inputs (OneFormer's pixels and task tokens): both required
     required = [n for n, p in params.items() if p.default is inspect.Parameter.empty]
     # a vision tower's patch grid comes first: it fixes its flattened `hidden_states`
     grids = [n for n in required if n.endswith("grid_thw")]
@@ -121,14 +123,23 @@ def _place_image_tokens(config, batch) -> None:
     """A prompt beside an image, for a model that splices the image's features into the text
     at its image token (BLIP-2's Q-Former outputs, `num_query_tokens` of them): the image
     token at the positions after the first, as the model's processor writes them, and
-    nowhere else."""
+    nowhere else. A clip's features go at the video token, as many per frame
+    (InstructBLIP-Video), the prompt lengthened to hold them and SEQ tokens of text."""
     image = hf_shrink.get(config, "image_token_index", None)
     count = next(
         (config_value(config, n) for n in _IMAGE_TOKEN_COUNTS if config_value(config, n)), None
     )
-    if "pixel_values" not in batch or "input_ids" not in batch or not isinstance(image, int):
+    pixels = batch.get("pixel_values")
+    video = hf_shrink.get(config, "video_token_index", None)
+    if pixels is not None and pixels.ndim == 5 and isinstance(video, int):
+        image = video
+        count = count * pixels.shape[1] if isinstance(count, int) else None
+        if isinstance(count, int) and "input_ids" in batch and count >= SEQ:
+            repeats = -(-(count + SEQ) // SEQ)
+            batch["input_ids"] = batch["input_ids"].repeat(1, repeats)[:, : count + SEQ]
+    if pixels is None or "input_ids" not in batch or not isinstance(image, int):
         return
-    if not isinstance(count, int) or count < 1 or count >= SEQ:
+    if not isinstance(count, int) or count < 1 or count >= batch["input_ids"].shape[1]:
         return
     ids = batch["input_ids"]
     ids[ids == image] = 3  # a drawn id that is the image token's would be taken for the image
@@ -146,7 +157,7 @@ def _side_by_side(config, modality: str) -> bool:
     return modality == "pixel_values" or "logit_scale_init_value" in dir(config)
 
 
-def _tokens(config, g, model=None, name: str = "input_ids") -> torch.Tensor:
+def _tokens(config, g, model=None, name: str = "input_ids", length: int = SEQ) -> torch.Tensor:
     """Token ids (batch, seq); (batch x codebooks, seq) where the forward documents that
     layout (Musicgen's decoder: "(batch_size * num_codebooks, sequence_length)")."""
     vocab = min(config_value(config, "vocab_size") or _VOCAB, _VOCAB)
@@ -156,7 +167,7 @@ def _tokens(config, g, model=None, name: str = "input_ids") -> torch.Tensor:
         factor = config_value(config, dims[0].split("*")[1].strip())
         if isinstance(factor, int) and factor > 0:
             rows = BATCH * factor
-    return torch.randint(3, vocab, (rows, SEQ), generator=g)
+    return torch.randint(3, vocab, (rows, length), generator=g)
 
 
 def _documented_shape(model, name: str) -> list[str]:
@@ -170,6 +181,11 @@ def _documented_shape(model, name: str) -> list[str]:
 def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
     if name.endswith("input_ids"):
         return {name: _tokens(config, g, model, name)}
+    length = config_value(config, f"{name.removesuffix('_inputs')}_seq_len")
+    if name.endswith("_inputs") and isinstance(length, int) and length > 0:
+        # a token input of the length its config fixes (OneFormer's `task_inputs`, read by an
+        # MLP over `task_seq_len` positions)
+        return {name: _tokens(config, g, model, name, length)}
     if name == "pixel_values" and "spatial_shapes" in _params(model):
         return _naflex(config, g)
     if name in ("pixel_values", "pixel_values_videos") or name.endswith("_pixel_values"):
@@ -397,17 +413,7 @@ def _extract(config, key: str, feature_size: int | None = None):
     import transformers
     from transformers.models.auto.feature_extraction_auto import FEATURE_EXTRACTOR_MAPPING_NAMES
 
-    # a sub-model type (fun_asr_nano_encoder) uses its family's extractor (fun_asr_nano)
-    parts = str(getattr(config, "model_type", "")).split("_")
-    families = ["_".join(parts[:n]) for n in range(len(parts), 0, -1)]
-    name = next(
-        (
-            FEATURE_EXTRACTOR_MAPPING_NAMES[f]
-            for f in families
-            if f in FEATURE_EXTRACTOR_MAPPING_NAMES
-        ),
-        None,
-    )
+    name = _family_entry(config, FEATURE_EXTRACTOR_MAPPING_NAMES)
     cls = getattr(transformers, name, None) if isinstance(name, str) else None
     if cls is None:
         return None
@@ -418,6 +424,50 @@ def _extract(config, key: str, feature_size: int | None = None):
         return fe, tuple(fe([tone], sampling_rate=rate, return_tensors="pt")[key].shape)
     except Exception:  # noqa: BLE001 - an extractor that cannot run says nothing: the default
         return None
+
+
+def _family_entry(config, mapping):
+    """The entry of `config`'s model type in one of transformers' auto tables (a feature
+    extractor's, an image processor's), or of its family's: a sub-model type
+    (fun_asr_nano_encoder) uses its family's (fun_asr_nano). None where there is none."""
+    parts = str(getattr(config, "model_type", "")).split("_")
+    families = ["_".join(parts[:n]) for n in range(len(parts), 0, -1)]
+    return next((mapping[f] for f in families if f in mapping), None)
+
+
+def _image_processor_shape(config) -> tuple[int, ...] | None:
+    """The shape of `pixel_values` from the model's own image processor (its class defaults,
+    nothing downloaded) for one 64 px image, or for a pair of them where it takes only pairs
+    (the keypoint matchers LightGlue and EfficientLoFTR: (1, 2, channels, height, width));
+    None where it has none or cannot run."""
+    import numpy as np
+    import transformers
+    from transformers.models.auto.image_processing_auto import IMAGE_PROCESSOR_MAPPING_NAMES
+
+    names = _family_entry(config, IMAGE_PROCESSOR_MAPPING_NAMES)
+    names = names.values() if isinstance(names, dict) else [names]
+    image = np.random.default_rng(0).integers(0, 255, (64, 64, 3), dtype=np.uint8)
+    for name in names:
+        cls = getattr(transformers, name, None) if isinstance(name, str) else None
+        for images in ([image], [[image, image]]):
+            try:
+                out = cls()(images, return_tensors="pt")
+                return tuple(out["pixel_values"].shape)
+            except Exception:  # noqa: BLE001 - refused (a pair wanted) or cannot run here
+                continue
+    return None
+
+
+def _video_only(config) -> bool:
+    """Whether the model's processors are a video processor without an image processor (a
+    video model whose config counts no frames: InstructBLIP-Video's clips)."""
+    from transformers.models.auto.image_processing_auto import IMAGE_PROCESSOR_MAPPING_NAMES
+    from transformers.models.auto.video_processing_auto import VIDEO_PROCESSOR_MAPPING_NAMES
+
+    return (
+        _family_entry(config, VIDEO_PROCESSOR_MAPPING_NAMES) is not None
+        and _family_entry(config, IMAGE_PROCESSOR_MAPPING_NAMES) is None
+    )
 
 
 def _bins_last(config) -> bool:
@@ -443,7 +493,9 @@ def _pixels(config, g: torch.Generator, name: str = "pixel_values") -> dict[str,
     """Images (batch, channels, height, width) of the config's `image_size` (a (height, width)
     pair where it gives one: MGP-STR's 32 x 128 text lines; its `crop_size` where it has no
     image size: V-JEPA 2), or clips (batch, frames, channels, height, width) for a video model
-    (a config with `num_frames` / `frames_per_clip`, or a `*_videos` input)."""
+    (a config with `num_frames` / `frames_per_clip`, a `*_videos` input, or a model with a
+    video processor and no image processor), or groups (batch, n, channels, height, width)
+    where the model's image processor groups them (a keypoint matcher's pairs, n = 2)."""
     size = (
         config_value(config, "image_size")
         or config_value(config, "crop_size")
@@ -455,10 +507,14 @@ def _pixels(config, g: torch.Generator, name: str = "pixel_values") -> dict[str,
     height, width = (size[0], size[-1]) if isinstance(size, list | tuple) else (size, size)
     channels = config_value(config, "num_channels") or 3
     frames = config_value(config, "num_frames") or config_value(config, "frames_per_clip")
-    if name.endswith("_videos") or isinstance(frames, int):
+    if name.endswith("_videos") or isinstance(frames, int) or _video_only(config):
         shape = (BATCH, frames or _FRAMES, channels, height, width)
     else:
         shape = (BATCH, channels, height, width)
+        processed = _image_processor_shape(config) if name == "pixel_values" else None
+        if processed is not None and len(processed) == 5:
+            # images in groups, as the processor gives them (a keypoint matcher's pairs)
+            shape = (BATCH, processed[1], channels, height, width)
     return {name: torch.randn(*shape, generator=g)}
 
 

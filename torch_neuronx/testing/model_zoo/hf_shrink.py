@@ -436,7 +436,10 @@ def _side(value) -> int | None:
 def _fit_feature_sizes(default, kw: dict[str, Any]) -> None:
     """Feature-map sizes declared beside a backbone sub-config (SAM 2's neck
     `backbone_feature_sizes` [[256, 256], [128, 128], [64, 64]] of its 1024 px image) follow
-    the backbone's shrunk image side (32 px: [[8, 8], [4, 4], [2, 2]])."""
+    the backbone's shrunk image side (32 px: [[8, 8], [4, 4], [2, 2]]). Where the image side
+    does not divide them, they follow its patch grid, the maps being the grid scaled
+    (SAM 3's ViT backbone: 1008 px in patches of 14 is a grid of 72, its FPN's maps
+    [[288, 288], [144, 144], [72, 72]]; 32 px is a grid of 2: [[8, 8], [4, 4], [2, 2]])."""
     for sub, config in list(kw.items()):
         old = get(default, sub)
         if not (is_config(config) and is_config(old)):
@@ -444,15 +447,18 @@ def _fit_feature_sizes(default, kw: dict[str, Any]) -> None:
         before, after = _side(get(old, "image_size")), _side(get(config, "image_size"))
         if not before or not after or before == after:
             continue
+        patch = _side(get(old, "patch_size"))
+        grid = (before // patch, after // patch) if patch and before % patch == 0 else None
         for name in dir(default):
             sizes = get(default, name) if name.endswith("feature_sizes") else None
-            if (
-                name not in kw
-                and isinstance(sizes, list | tuple)
-                and sizes
-                and all(_square(v) and (v[0] * after) % before == 0 for v in sizes)
-            ):
-                kw[name] = [[v[0] * after // before] * 2 for v in sizes]
+            if name in kw or not isinstance(sizes, list | tuple) or not sizes:
+                continue
+            for old_side, new_side in ((before, after), grid or (0, 0)):
+                if old_side and all(
+                    _square(v) and (v[0] * new_side) % old_side == 0 for v in sizes
+                ):
+                    kw[name] = [[v[0] * new_side // old_side] * 2 for v in sizes]
+                    break
 
 
 def _fit_windows(default, kw: dict[str, Any]) -> None:
@@ -762,13 +768,16 @@ def shrink_config(default, _undone: frozenset[str] = frozenset(), _forced: Force
             # a vocabulary left to the checkpoint leaves its padding id too (ESM masks
             # `input_ids != pad_token_id`): one below the synthetic ids, which start at 3
             kw["pad_token_id"] = PAD_ID
-    if "image_token_index" in accepted and get(default, "image_token_index", 0) is None:
-        # the prompt's image placeholder id, left to the checkpoint's processor (BLIP-2
-        # compares `input_ids == None` without one): the last id of the shrunk vocabulary
-        # of its text model (hf_inputs puts it where the image features go)
+    for back, name in enumerate(("image_token_index", "video_token_index"), start=1):
+        if name not in accepted or get(default, name, 0) is not None:
+            continue
+        # the prompt's image (video) placeholder id, left to the checkpoint's processor
+        # (BLIP-2, InstructBLIP-Video compare `input_ids == None` without one): the last
+        # (last but one) id of the shrunk vocabulary of its text model (hf_inputs puts it
+        # where the image features go)
         text_vocab = get(kw.get("text_config"), "vocab_size")
-        if isinstance(text_vocab, int) and _settable(config_cls, "image_token_index"):
-            kw["image_token_index"] = text_vocab - 1
+        if isinstance(text_vocab, int) and _settable(config_cls, name):
+            kw[name] = text_vocab - back
     merged = {**default.to_dict(), **kw}
     _fit_mrope(merged, config_cls)
     merged.pop("model_type", None)
@@ -799,6 +808,11 @@ def shrink_config(default, _undone: frozenset[str] = frozenset(), _forced: Force
             return shrink_config(default, _undone | {FIRST_LAYERS}, _forced)
         if not named:
             raise
+        if named & set(_WIDTHS):
+            # a width left at its default keeps its heads too, so the head dim the model
+            # reads stays (EfficientLoFTR's hidden_size, tied to its last stage's channels:
+            # its rotary table, 4 x the head dim of 32, fills a quarter of the width)
+            named |= {n for n in (*_HEADS, "num_key_value_heads") if n in kw}
         return shrink_config(default, _undone | named, _forced)
 
 
