@@ -188,6 +188,8 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
         return {name: _tokens(config, g, model, name, length)}
     if name == "pixel_values" and "spatial_shapes" in _params(model):
         return _naflex(config, g)
+    if name == "pixel_values" and "pixel_position_ids" in _params(model):
+        return _positioned_patches(config, g)
     if name in ("pixel_values", "pixel_values_videos") or name.endswith("_pixel_values"):
         return _pixels(config, g, name)  # (and a prompt image beside the input: SegGPT's)
     if name.endswith("_attention_mask") and f"{name[: -len('_attention_mask')]}_input_ids" in batch:
@@ -533,6 +535,25 @@ def _naflex(config, g) -> dict[str, torch.Tensor]:
     }
 
 
+def _positioned_patches(config, g) -> dict[str, torch.Tensor]:
+    """Gemma 4's vision input: each image as its patches (batch, patches, channels * patch^2)
+    with their (x, y) grid positions `pixel_position_ids` (batch, patches, 2), no padding
+    (-1, -1); the grid's side a multiple of the pooling kernel (`pooling_kernel_size`, which
+    pools kernel^2 patches into one token), at least the 32 px image's."""
+    patch = config_value(config, "patch_size") or 16
+    patch = patch[0] if isinstance(patch, list | tuple) else patch
+    pool = config_value(config, "pooling_kernel_size") or 1
+    channels = config_value(config, "num_channels") or 3
+    side = max(2, (config_value(config, "image_size") or hf_shrink.SIZES["image_size"]) // patch)
+    side = -(-side // pool) * pool
+    rows, cols = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
+    positions = torch.stack([cols.flatten(), rows.flatten()], dim=-1)
+    return {
+        "pixel_values": torch.randn(BATCH, side * side, channels * patch * patch, generator=g),
+        "pixel_position_ids": positions.expand(BATCH, -1, -1).clone(),
+    }
+
+
 def _patches(config, g, name: str, flat_name: str) -> dict[str, torch.Tensor]:
     """Qwen2-VL-style vision input: `grid_thw` rows (t, h, w) in patches, and the patches
     flattened to (sum t*h*w, channels * temporal_patch * patch^2) as `flat_name`."""
@@ -547,6 +568,11 @@ def _patches(config, g, name: str, flat_name: str) -> dict[str, torch.Tensor]:
     side = 2 * merge
     grid = torch.tensor([[1, side, side]] * BATCH)
     flat = torch.randn(BATCH * side * side, channels * temporal * patch * patch, generator=g)
+    processed = _image_processor_shape(config) if flat_name == "pixel_values" else None
+    if processed is not None and processed[1:] == (channels, patch, patch) and temporal == 1:
+        # patches left as (patches, channels, patch, patch) by the model's image processor
+        # (Kimi K2.5's vision tower convolves each one)
+        flat = flat.reshape(-1, channels, patch, patch)
     return {flat_name: flat, name: grid}
 
 
