@@ -107,7 +107,16 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
     for name in list(batch):  # an input's own padding mask, where the forward takes one
         if f"{name}_mask" in params and f"{name}_mask" not in batch:
             batch.update(_make(f"{name}_mask", model, config, g, batch))
-    if "input_ids" in batch and getattr(config, "is_encoder_decoder", False):
+    decoder_rows = (_documented_shape(model, "decoder_input_ids") or ["batch_size"])[0]
+    if "decoder_input_ids" in params and decoder_rows != "batch_size" and "input_ids" in batch:
+        # the decoder's tokens in a documented layout of several rows per sample (Dia's
+        # "(batch_size * num_codebooks, target_sequence_length)"): where the config names
+        # that count, so many rows; else (Dia counts its codebooks as `num_channels`) none,
+        # and the model starts from its own BOS tokens
+        tokens = _tokens(config, g, model, "decoder_input_ids")
+        if tokens.shape[0] != BATCH:
+            batch["decoder_input_ids"] = tokens
+    elif "input_ids" in batch and getattr(config, "is_encoder_decoder", False):
         batch["decoder_input_ids"] = batch["input_ids"].clone()
     elif "decoder_input_ids" in params and "decoder_input_ids" not in batch:
         # speech and image encoder-decoders (Whisper, Canary, ...): the decoder needs tokens
@@ -197,7 +206,7 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
         ids = batch[f"{name[: -len('_attention_mask')]}_input_ids"]
         return {name: torch.ones(ids.shape, dtype=torch.long)}
     if name in ("input_features", "audio_mel"):
-        return {name: _spectrogram(config, g, name)}
+        return {name: _spectrogram(config, g, name, _frames_second(model, name))}
     if name == "input_values":
         values = _waveform_or_spectrogram(config, g)
         if values.ndim == 2 and _documented_shape(model, name)[1:2] == ["1"]:
@@ -207,7 +216,7 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
         flat = "hidden_states" if "hidden_states" in _params(model) else "pixel_values"
         return _patches(config, g, name, flat)
     if name.endswith("_mask") and name[: -len("_mask")] in batch:
-        steps = _steps(config, name[: -len("_mask")], batch)
+        steps = _steps(config, name[: -len("_mask")], batch, model)
         if "Bool" in str(_params(model)[name].annotation):
             # PyTorch's boolean padding masks mark padding True (key_padding_mask)
             return {name: torch.zeros(steps, dtype=torch.bool)}
@@ -323,11 +332,19 @@ def _series(config, g) -> torch.Tensor:
     return torch.randn(*shape, generator=g)
 
 
-def _steps(config, name: str, batch) -> tuple[int, int]:
+def _frames_second(model, name: str) -> bool:
+    """Whether the forward documents `name` with its frames second of three dims (FunASR's
+    encoder: "(batch_size, sequence_length, feature_dim)")."""
+    documented = _documented_shape(model, name)
+    return len(documented) == 3 and documented[1] in _LENGTHS
+
+
+def _steps(config, name: str, batch, model=None) -> tuple[int, int]:
     """(batch, time steps) of the input `name` in `batch`: its second dim, but the last of a
     (batch, bins, frames) spectrogram."""
     t = batch[name]
-    if name == "input_features" and t.ndim == 3 and not _bins_last(config):
+    bins_last = _bins_last(config) or (model is not None and _frames_second(model, name))
+    if name == "input_features" and t.ndim == 3 and not bins_last:
         return (t.shape[0], t.shape[2])
     return (t.shape[0], t.shape[1])
 
@@ -352,9 +369,11 @@ def _bins(config) -> int:
     return (bins if isinstance(bins, int) and bins > 0 else 80) * stacked
 
 
-def _spectrogram(config, g, name: str) -> torch.Tensor:
-    """(batch, bins, frames) as Whisper, (batch, frames, bins) where the extractor says so,
-    (batch, channels, frames, bins) where it gives a channel dim (CLAP)."""
+def _spectrogram(config, g, name: str, frames_second: bool = False) -> torch.Tensor:
+    """(batch, bins, frames) as Whisper, (batch, frames, bins) where the extractor says so or
+    the forward documents its frames second of three dims (FunASR's encoder: "(batch_size,
+    sequence_length, feature_dim)", its extractor unable to run here), (batch, channels,
+    frames, bins) where it gives a channel dim (CLAP)."""
     bins = _bins(config)
     frames = 2 * (config_value(config, "max_source_positions") or SEQ)
     window = config_value(config, "n_window")  # Qwen3-ASR reads whole windows of 2 x n_window
@@ -367,7 +386,7 @@ def _spectrogram(config, g, name: str) -> torch.Tensor:
         # one channel: the extractor's extra ones are CLAP's "fusion" crops (`enable_fusion`)
         channels = shape[1] if config_value(config, "enable_fusion") else 1
         return torch.randn(BATCH, channels, frames, bins, generator=g)
-    bins_last = name == "audio_mel" or _bins_last(config)
+    bins_last = name == "audio_mel" or frames_second or _bins_last(config)
     shape = (BATCH, frames, bins) if bins_last else (BATCH, bins, frames)
     return torch.randn(*shape, generator=g)
 
@@ -395,10 +414,26 @@ def _samples(config) -> int:
     per_token = config_value(config, "samples_per_token")
     if isinstance(per_token, int) and per_token > 0:
         return -(-_SAMPLES // per_token) * per_token
-    hop = config_value(config, "hop_length")  # a codec's samples per frame (PE Audio's DAC: 1920)
+    # a codec's samples per frame, in a sub-config or one of its own (PE Audio's DAC, its
+    # `audio_config.dac_config`: 1920)
+    hop = _nested_value(config, "hop_length")
     if isinstance(hop, int) and 0 < _SAMPLES < 2 * hop:
         return 2 * hop  # two frames: its last strided conv needs one whole hop per output
     return _SAMPLES
+
+
+def _nested_value(config, name: str, depth: int = 3):
+    """`config_value`, or else the value of `name` in a sub-config of a sub-config (depth
+    first, at most `depth` levels down); None where none has it."""
+    value = config_value(config, name)
+    if value is not None or depth <= 1:
+        return value
+    for sub in vars(config).values():
+        if hf_shrink.is_config(sub):
+            value = _nested_value(sub, name, depth - 1)
+            if value is not None:
+                return value
+    return None
 
 
 def _extractor_shape(config, key: str, feature_size: int | None = None):
