@@ -25,6 +25,7 @@ trajectory. Each input is made by its name, with sizes from the config:
 from __future__ import annotations
 
 import inspect
+import math
 import re
 
 import torch
@@ -104,6 +105,7 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
         if name not in batch:
             batch.update(_make(name, model, config, g, batch))
     _place_image_tokens(config, batch)
+    _match_clip(config, model, batch, g)
     for name in list(batch):  # an input's own padding mask, where the forward takes one
         if f"{name}_mask" in params and f"{name}_mask" not in batch:
             batch.update(_make(f"{name}_mask", model, config, g, batch))
@@ -122,6 +124,21 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
         # speech and image encoder-decoders (Whisper, Canary, ...): the decoder needs tokens
         batch["decoder_input_ids"] = _tokens(config, g)
     return batch
+
+
+def _match_clip(config, model, batch, g) -> None:
+    """A codec that encodes a waveform and its spectrogram side by side and concatenates the
+    two encodings (X-Codec 2: a semantic encoder's frames beside an acoustic encoder strided
+    by its `downsampling_ratios`): the waveform as long as the spectrogram's frames at that
+    stride, so both give as many frames."""
+    ratios = config_value(config, "downsampling_ratios")
+    if "input_values" not in batch or "input_features" not in batch:
+        return
+    if not isinstance(ratios, list | tuple) or not all(isinstance(r, int) for r in ratios):
+        return
+    frames = _steps(config, "input_features", batch, model)[1]
+    shape = (*batch["input_values"].shape[:-1], frames * math.prod(ratios))
+    batch["input_values"] = torch.randn(*shape, generator=g)
 
 
 # a prompt's image features, by the config attribute that counts them

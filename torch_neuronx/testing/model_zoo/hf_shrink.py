@@ -621,8 +621,36 @@ def shrink_kwargs(
     _fit_per_layer_config(default, kw, kept or list(range(new_layers or 0)))
     _fit_grid(default, kw, accepted, config_cls)
     _fit_siblings(default, kw, undone, forced)
+    _fit_concatenated(default, kw, accepted, config_cls)
     kw.update((n, v) for n, v in forced if "." not in n)
     return kw
+
+
+def _fit_concatenated(default, kw: dict[str, Any], accepted: set[str], config_cls) -> None:
+    """A size of the model (`_tied`: a codebook's, a projection's; a quantizer's) equal in the
+    default to the widths of its sub-configs (and its own) summed, their features
+    concatenated (X-Codec's `codebook_dim` 1024: its semantic model's 768 and acoustic
+    model's 256; NeuCodec's `quantization_dim` 2048: its own 1024 and its semantic model's),
+    stays their shrunk sum."""
+    own = next((w for w in _WIDTHS if isinstance(kw.get(w), int)), None)
+    before = [get(default, own)] if own else []
+    after = [kw[own]] if own else []
+    for name, sub in kw.items():
+        old = get(default, name)
+        if not (is_config(sub) and is_config(old)):
+            continue
+        width = next((w for w in _WIDTHS if isinstance(get(old, w), int)), None)
+        if width is not None and isinstance(get(sub, width), int):
+            before.append(get(old, width))
+            after.append(get(sub, width))
+    if len(before) < 2 or sum(before) == sum(after):
+        return
+    for name in sorted(accepted):
+        value = get(default, name)
+        if name in kw or not (_tied(name) or "quantiz" in name) or not _settable(config_cls, name):
+            continue
+        if isinstance(value, int) and not isinstance(value, bool) and value == sum(before):
+            kw[name] = sum(after)
 
 
 def _fit_grid(default, kw: dict[str, Any], accepted: set[str], config_cls) -> None:
