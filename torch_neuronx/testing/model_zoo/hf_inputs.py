@@ -223,7 +223,7 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
         ids = batch[f"{name[: -len('_attention_mask')]}_input_ids"]
         return {name: torch.ones(ids.shape, dtype=torch.long)}
     if name in ("input_features", "audio_mel"):
-        return {name: _spectrogram(config, g, name, _frames_second(model, name))}
+        return {name: _spectrogram(config, g, name, _frames_second(config, model, name))}
     if name == "input_values":
         values = _waveform_or_spectrogram(config, g)
         if values.ndim == 2 and _documented_shape(model, name)[1:2] == ["1"]:
@@ -349,9 +349,13 @@ def _series(config, g) -> torch.Tensor:
     return torch.randn(*shape, generator=g)
 
 
-def _frames_second(model, name: str) -> bool:
+def _frames_second(config, model, name: str) -> bool:
     """Whether the forward documents `name` with its frames second of three dims (FunASR's
-    encoder: "(batch_size, sequence_length, feature_dim)")."""
+    encoder: "(batch_size, sequence_length, feature_dim)"), for a model whose feature
+    extractor cannot say (cannot run here: the docs of Whisper-style encoders say the same of
+    their (batch, bins, frames) input)."""
+    if _extract(config, "input_features") is not None:
+        return False
     documented = _documented_shape(model, name)
     return len(documented) == 3 and documented[1] in _LENGTHS
 
@@ -360,7 +364,7 @@ def _steps(config, name: str, batch, model=None) -> tuple[int, int]:
     """(batch, time steps) of the input `name` in `batch`: its second dim, but the last of a
     (batch, bins, frames) spectrogram."""
     t = batch[name]
-    bins_last = _bins_last(config) or (model is not None and _frames_second(model, name))
+    bins_last = _bins_last(config) or (model is not None and _frames_second(config, model, name))
     if name == "input_features" and t.ndim == 3 and not bins_last:
         return (t.shape[0], t.shape[2])
     return (t.shape[0], t.shape[1])
@@ -489,11 +493,11 @@ def _family_entry(config, mapping):
     return next((mapping[f] for f in families if f in mapping), None)
 
 
-def _image_processor_shape(config) -> tuple[int, ...] | None:
+def _image_processor_shape(config, pairs: bool = False) -> tuple[int, ...] | None:
     """The shape of `pixel_values` from the model's own image processor (its class defaults,
-    nothing downloaded) for one 64 px image, or for a pair of them where it takes only pairs
-    (the keypoint matchers LightGlue and EfficientLoFTR: (1, 2, channels, height, width));
-    None where it has none or cannot run."""
+    nothing downloaded) for one 64 px image, or (`pairs`) for a pair of them where it refuses
+    one image and takes only pairs (the keypoint matchers LightGlue and EfficientLoFTR:
+    (1, 2, channels, height, width)); None where it has none or cannot run."""
     import numpy as np
     import transformers
     from transformers.models.auto.image_processing_auto import IMAGE_PROCESSOR_MAPPING_NAMES
@@ -506,9 +510,11 @@ def _image_processor_shape(config) -> tuple[int, ...] | None:
         for images in ([image], [[image, image]]):
             try:
                 out = cls()(images, return_tensors="pt")
-                return tuple(out["pixel_values"].shape)
             except Exception:  # noqa: BLE001 - refused (a pair wanted) or cannot run here
                 continue
+            if pairs == (len(images[0]) == 2 and not isinstance(images[0], np.ndarray)):
+                return tuple(out["pixel_values"].shape)
+            return None
     return None
 
 
@@ -565,9 +571,9 @@ def _pixels(config, g: torch.Generator, name: str = "pixel_values") -> dict[str,
         shape = (BATCH, frames or _FRAMES, channels, height, width)
     else:
         shape = (BATCH, channels, height, width)
-        processed = _image_processor_shape(config) if name == "pixel_values" else None
+        processed = _image_processor_shape(config, pairs=True) if name == "pixel_values" else None
         if processed is not None and len(processed) == 5:
-            # images in groups, as the processor gives them (a keypoint matcher's pairs)
+            # images in pairs, as the processor gives them (a keypoint matcher's)
             shape = (BATCH, processed[1], channels, height, width)
     return {name: torch.randn(*shape, generator=g)}
 
