@@ -622,6 +622,7 @@ def shrink_kwargs(
     _fit_grid(default, kw, accepted, config_cls)
     _fit_siblings(default, kw, undone, forced)
     _fit_concatenated(default, kw, accepted, config_cls)
+    _fit_head_parts(default, kw)
     kw.update((n, v) for n, v in forced if "." not in n)
     return kw
 
@@ -750,7 +751,10 @@ def _fit_mrope(merged: dict, config_cls) -> None:
     if (
         not section
         and rope
-        and "mrope_section" in getattr(config_cls, "ignore_keys_at_rope_validation", ())
+        and (
+            "mrope_section" in getattr(config_cls, "ignore_keys_at_rope_validation", ())
+            or (rope.get("rope_type") == "default" and _code_defaults_mrope(config_cls))
+        )
     ):
         section = list(MROPE_SHARES)
     head_dim = merged.get("head_dim")
@@ -771,6 +775,34 @@ def _fit_mrope(merged: dict, config_cls) -> None:
     for i in by_remainder[: half - sum(fitted)]:
         fitted[i] += 1
     merged["rope_parameters"] = {**rope, "mrope_section": fitted}
+
+
+def _code_defaults_mrope(config_cls) -> bool:
+    """Whether the modeling code beside the config class reads multimodal RoPE sections with a
+    default of its own where the config has none (PaddleOCR-VL's text model:
+    `rope_parameters.get("mrope_section", [16, 24, 24])`, its config class silent on them)."""
+    import importlib
+    import sys
+
+    module = config_cls.__module__.replace(".configuration_", ".modeling_")
+    try:
+        source = inspect.getsource(sys.modules.get(module) or importlib.import_module(module))
+    except Exception:  # noqa: BLE001 - no modeling module beside it: no such default
+        return False
+    return re.search(r"""\.get\(\s*["']mrope_section["']\s*,\s*\[""", source) is not None
+
+
+def _fit_head_parts(default, kw: dict[str, Any]) -> None:
+    """A head dim that is the sum of its parts in the default (LongCat-Flash's `qk_head_dim`
+    192: `qk_nope_head_dim` 128 + `qk_rope_head_dim` 64) stays the sum of the shrunk parts."""
+    for name in dir(default):
+        value = get(default, name) if name.endswith("head_dim") and name not in kw else None
+        if not isinstance(value, int) or isinstance(value, bool):
+            continue
+        prefix = name[: -len("head_dim")]
+        parts = [n for n in kw if n != name and n.startswith(prefix) and n.endswith("_head_dim")]
+        if len(parts) >= 2 and sum(get(default, n) for n in parts) == value:
+            kw[name] = sum(kw[n] for n in parts)
 
 
 def shrink_config(default, _undone: frozenset[str] = frozenset(), _forced: Forced = ()):
