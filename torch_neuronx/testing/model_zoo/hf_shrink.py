@@ -208,6 +208,15 @@ def _fit_heads(default, kw: dict[str, Any]) -> None:
     kv = get(default, "num_key_value_heads")
     if "num_key_value_heads" in kw and kv == _heads(get(default, "num_attention_heads")):
         kw["num_key_value_heads"] = kw.get("num_attention_heads", kv)
+    old_heads, new_heads = get(default, "num_attention_heads"), kw.get("num_attention_heads")
+    if not isinstance(old_heads, int) or not isinstance(new_heads, int) or old_heads <= 0:
+        return
+    for name, value in list(kw.items()):
+        # per-layer head counts (Sapiens2's `num_key_value_heads_per_layer` [16, ..., 8, ...]
+        # of its 16 heads): scaled with the heads, so each still divides them
+        if "heads" in name and name not in SIZES and isinstance(value, list) and value:
+            if all(isinstance(v, int) and (v * new_heads) % old_heads == 0 for v in value):
+                kw[name] = [max(1, v * new_heads // old_heads) for v in value]
 
 
 def _tied(name: str) -> bool:
@@ -701,7 +710,9 @@ def _fit_siblings(default, kw: dict[str, Any], undone: frozenset[str], forced: F
                 continue
             if any(n == f"{name}.{attr}" for n, _ in forced):
                 continue
-            if attr.endswith(("_channels", "_hidden_size")) and value in widths:
+            # (and `hidden_size_*`: BLT's encoder `hidden_size_global`, its global model's)
+            tied = attr.endswith(("_channels", "_hidden_size")) or attr.startswith("hidden_size_")
+            if tied and value in widths:
                 ties.append((attr, widths[value]))
             elif "pos_feats" in attr and 2 * value in widths:
                 # sine position features, two per channel (SAM's num_pos_feats 128 of 256)
