@@ -196,12 +196,37 @@ def _tokens(config, g, model=None, name: str = "input_ids", length: int = SEQ) -
     return torch.randint(3, vocab, (rows, length), generator=g)
 
 
-def _documented_shape(model, name: str) -> list[str]:
+def _documented_shape(model, name: str, brackets: bool = False) -> list[str]:
     """The dims of input `name` as the forward's docstring gives them ("name (`torch.
-    LongTensor` of shape `(batch_size, sequence_length)`)"), [] where it gives none."""
+    LongTensor` of shape `(batch_size, sequence_length)`)"; "`[...]`" too with `brackets`),
+    [] where it gives none."""
     doc = getattr(model.forward, "__doc__", None) or ""
-    found = re.search(rf"(?m)^\s*{re.escape(name)} \([^)]*?of shape `\(([^`]*)\)`", doc)
+    shape = r"`[\(\[]([^`]*)[\)\]]`" if brackets else r"`\(([^`]*)\)`"
+    found = re.search(rf"(?m)^\s*{re.escape(name)} \([^)]*?of shape {shape}", doc)
     return [d.strip() for d in found.group(1).split(",")] if found else []
+
+
+def _product(config, dim: str) -> int | None:
+    """A documented dim that is a product of config sizes and list lengths ("dim *
+    len(config.target_layer_ids)"), evaluated; None where it is not one (a single name is
+    left to the caller's rules)."""
+    factors = [f.strip() for f in dim.split("*")]
+    if len(factors) < 2:
+        return None
+    total = 1
+    for factor in factors:
+        inner = re.fullmatch(r"len\((?:config\.)?(\w+)\)", factor)
+        value = config_value(
+            config, (inner or re.fullmatch(r"(?:config\.)?(\w+)", factor) or [0, ""])[1]
+        )
+        if inner and isinstance(value, list | tuple):
+            value = len(value)
+        if factor == "dim" and value is None:
+            value = config_value(config, "hidden_size")  # the docs' model width
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            return None
+        total *= value
+    return total
 
 
 def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
@@ -255,6 +280,12 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
         return {name: torch.randn(BATCH, SEQ, width, generator=g)}
     if name.endswith("_embeds") or name.endswith("hidden_states"):
         hidden = config_value(config, "hidden_size") or 64
+        documented = _documented_shape(model, name, brackets=True)
+        width = _product(config, documented[-1]) if len(documented) == 3 else None
+        if width is not None:
+            # a width the forward documents as a product (MuseGlimmer's context: "dim *
+            # len(config.target_layer_ids)", the target's layers concatenated)
+            hidden = width
         return {name: torch.randn(BATCH, SEQ, hidden, generator=g)}
     if name == "noise":  # one per patch
         size, patch = (
@@ -564,6 +595,12 @@ def _pixels(config, g: torch.Generator, name: str = "pixel_values") -> dict[str,
     if not size and config_value(config, "max_2d_position_embeddings"):
         size = config_value(config, "input_size")  # a document model's page (LayoutLMv3)
     size = size or hf_shrink.SIZES["image_size"]
+    ratios, patch = config_value(config, "scaled_images_ratios"), config_value(config, "patch_size")
+    if isinstance(ratios, list | tuple) and ratios and isinstance(patch, int) and min(ratios) > 0:
+        # a model that tiles scaled copies of its image into patches of `patch_size` (Depth
+        # Pro: ratios 0.25, 0.5, 1 of a 1536 px image, patches of 384): the image as large as
+        # its smallest copy still holds one patch
+        size = max(size if isinstance(size, int) else 0, math.ceil(patch / min(ratios)))
     height, width = (size[0], size[-1]) if isinstance(size, list | tuple) else (size, size)
     channels = config_value(config, "num_channels") or 3
     frames = config_value(config, "num_frames") or config_value(config, "frames_per_clip")

@@ -632,6 +632,7 @@ def shrink_kwargs(
     _fit_siblings(default, kw, undone, forced)
     _fit_concatenated(default, kw, accepted, config_cls)
     _fit_head_parts(default, kw)
+    _fit_layer_ids(default, kw, new_layers)
     kw.update((n, v) for n, v in forced if "." not in n)
     return kw
 
@@ -801,6 +802,37 @@ def _code_defaults_mrope(config_cls) -> bool:
     except Exception:  # noqa: BLE001 - no modeling module beside it: no such default
         return False
     return re.search(r"""\.get\(\s*["']mrope_section["']\s*,\s*\[""", source) is not None
+
+
+def _fit_layer_ids(default, kw: dict[str, Any], new_layers: int | None) -> None:
+    """Lists of layer indices (`*_hook_ids`, `*_layer_ids`: Depth Pro's intermediate_hook_ids
+    (11, 5) into its 12-layer patch encoder) mapped onto the shrunk stack, keeping their
+    relative depth (-> [1, 0] of 2). The stack is the config's own, or else the one stack
+    its sub-configs shrank alike (12 -> 2)."""
+    counts = (
+        {(max(get(default, n) for n in LAYER_COUNTS if n in kw), new_layers)}
+        if (new_layers)
+        else set()
+    )
+    if not counts:
+        for name, sub in kw.items():
+            old = get(default, name)
+            if is_config(sub) and is_config(old):
+                for n in LAYER_COUNTS:
+                    before, after = get(old, n), get(sub, n)
+                    if isinstance(before, int) and isinstance(after, int) and before != after:
+                        counts.add((before, after))
+    if len(counts) != 1:
+        return
+    ((old_count, new_count),) = counts
+    for name in dir(default):
+        if name in kw or not name.endswith(("hook_ids", "layer_ids")):
+            continue
+        ids = get(default, name)
+        if not isinstance(ids, list | tuple) or not ids:
+            continue
+        if all(isinstance(i, int) and 0 <= i < old_count for i in ids):
+            kw[name] = [i * new_count // old_count for i in ids]
 
 
 def _fit_head_parts(default, kw: dict[str, Any]) -> None:
