@@ -664,10 +664,17 @@ def _patches(config, g, name: str, flat_name: str) -> dict[str, torch.Tensor]:
     grid = torch.tensor([[1, side, side]] * BATCH)
     flat = torch.randn(BATCH * side * side, channels * temporal * patch * patch, generator=g)
     processed = _image_processor_shape(config) if flat_name == "pixel_values" else None
+    block = merge * patch
     if processed is not None and processed[1:] == (channels, patch, patch) and temporal == 1:
         # patches left as (patches, channels, patch, patch) by the model's image processor
         # (Kimi K2.5's vision tower convolves each one)
         flat = flat.reshape(-1, channels, patch, patch)
+    elif processed is not None and processed[1:] == (block, block, channels) and temporal == 1:
+        # pixels in merge blocks, channels last (Inkling 2's processor: (blocks, merge x
+        # patch, merge x patch, channels), cut into patches by the model), the grid counted
+        # in blocks (its language model's image tokens)
+        flat = flat.reshape(-1, block, block, channels)
+        grid = grid // torch.tensor([1, merge, merge])
     return {flat_name: flat, name: grid}
 
 
