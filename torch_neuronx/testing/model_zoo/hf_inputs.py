@@ -331,7 +331,15 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
 
 
 # documented dims that are a length the batch chooses
-_LENGTHS = ("sequence_length", "seq_len", "frames", "time_steps", "num_frames", "target_length")
+_LENGTHS = (
+    "sequence_length",
+    "seq_len",
+    "frames",
+    "time_steps",
+    "num_frames",
+    "target_length",
+    "feature_sequence_length",  # spectrogram frames (Nemotron 3.5 Transcribe)
+)
 
 
 def _shape_from_doc(model, config, name: str, batch) -> tuple[int, ...] | None:
