@@ -3,7 +3,8 @@ recorded although the model runs on CPU from its config (issue 26), session hfh:
 layout the model reads (image pairs, clips, positioned or unflattened patches, a task's tokens
 of its fixed length, spectrogram frames second, a waveform as long as a codec reads), and sizes
 the shrink must keep tied (feature maps on a patch grid, widths summed, an undone width's
-heads). Checked on the shrunk configs and synthetic batches, with one CPU forward of the tiny
+heads, head dims summing their parts, per-layer heads, layer indices, mRoPE sections the
+code defaults). Checked on the shrunk configs and synthetic batches, with one CPU forward of the tiny
 model where the input is the rule (no training)."""
 
 from __future__ import annotations
@@ -119,4 +120,57 @@ def test_a_codec_waveform_spans_its_spectrogram():
     for r in config.downsampling_ratios:
         hop *= r
     assert batch["input_values"].shape[-1] == frames * hop
+    _runs(model, batch)
+
+
+def test_a_head_dim_that_sums_its_parts_follows_them():
+    config = shrunk("longcat_flash")  # qk_head_dim 192 = nope 128 + rope 64
+    assert config.qk_head_dim == config.qk_nope_head_dim + config.qk_rope_head_dim < 192
+
+
+def test_mrope_sections_where_the_modeling_code_defaults_them():
+    text = shrunk("paddleocr_vl").text_config  # its code: .get("mrope_section", [16, 24, 24])
+    assert sum(text.rope_parameters["mrope_section"]) == text.head_dim // 2
+
+
+def test_per_layer_head_counts_scale_with_the_heads():
+    config = shrunk("sapiens2")
+    assert all(config.num_attention_heads % kv == 0 for kv in config.num_key_value_heads_per_layer)
+
+
+def test_a_hidden_size_of_a_sibling_follows_its_width():
+    config = shrunk("blt")  # the byte encoder's hidden_size_global is the global model's width
+    assert config.encoder_config.hidden_size_global == config.global_config.hidden_size
+
+
+def test_layer_ids_follow_the_shrunk_stack():
+    config = shrunk("depth_pro")  # hooks (11, 5) into a 12-layer patch encoder
+    layers = config.patch_model_config.num_hidden_layers
+    assert all(0 <= i < layers for i in config.intermediate_hook_ids)
+
+
+def test_a_tiled_image_holds_a_patch_at_its_smallest_scale():
+    model, config, batch = _batch("depth_pro")
+    side = batch["pixel_values"].shape[-1]
+    assert side * min(config.scaled_images_ratios) >= config.patch_size
+    _runs(model, batch)
+
+
+def test_a_width_documented_as_a_product():
+    model, config, batch = _batch("muse_glimmer_assistant")  # "dim * len(target_layer_ids)"
+    width = config.hidden_size * len(config.target_layer_ids)
+    assert batch["context_hidden_states"].shape[-1] == width
+    _runs(model, batch)
+
+
+def test_patches_in_merge_blocks_channels_last():
+    model, config, batch = _batch("inkling2_vision")
+    block = config.patch_size * config.spatial_merge_size
+    assert tuple(batch["pixel_values"].shape[1:]) == (block, block, config.num_channels)
+    _runs(model, batch)
+
+
+def test_a_documented_feature_sequence_length_is_the_frames():
+    model, _, batch = _batch("nemotron3_5_transcribe_audio")
+    assert batch["input_features"].shape[1] == batch["input_features_mask"].shape[1]
     _runs(model, batch)
