@@ -805,23 +805,21 @@ def _code_defaults_mrope(config_cls) -> bool:
 
 
 def _fit_layer_ids(default, kw: dict[str, Any], new_layers: int | None) -> None:
-    """Lists of layer indices (`*_hook_ids`, `*_layer_ids`: Depth Pro's intermediate_hook_ids
-    (11, 5) into its 12-layer patch encoder) mapped onto the shrunk stack, keeping their
-    relative depth (-> [1, 0] of 2). The stack is the config's own, or else the one stack
-    its sub-configs shrank alike (12 -> 2)."""
-    counts = (
-        {(max(get(default, n) for n in LAYER_COUNTS if n in kw), new_layers)}
-        if (new_layers)
-        else set()
-    )
-    if not counts:
-        for name, sub in kw.items():
-            old = get(default, name)
-            if is_config(sub) and is_config(old):
-                for n in LAYER_COUNTS:
-                    before, after = get(old, n), get(sub, n)
-                    if isinstance(before, int) and isinstance(after, int) and before != after:
-                        counts.add((before, after))
+    """Lists of layer indices (`*_hook_ids`, `*_layer_ids`) into the one stack the sub-configs
+    shrank alike (Depth Pro's intermediate_hook_ids (11, 5) into its 12-layer patch encoder)
+    mapped onto the shrunk stack, keeping their relative depth (-> [1, 0] of 2) where they
+    stay distinct. Not into the config's own stack (Zamba2's `hybrid_layer_ids` of its 54
+    layers would collapse onto the 2 kept)."""
+    if new_layers:
+        return
+    counts = set()
+    for name, sub in kw.items():
+        old = get(default, name)
+        if is_config(sub) and is_config(old):
+            for n in LAYER_COUNTS:
+                before, after = get(old, n), get(sub, n)
+                if isinstance(before, int) and isinstance(after, int) and before != after:
+                    counts.add((before, after))
     if len(counts) != 1:
         return
     ((old_count, new_count),) = counts
@@ -832,7 +830,9 @@ def _fit_layer_ids(default, kw: dict[str, Any], new_layers: int | None) -> None:
         if not isinstance(ids, list | tuple) or not ids:
             continue
         if all(isinstance(i, int) and 0 <= i < old_count for i in ids):
-            kw[name] = [i * new_count // old_count for i in ids]
+            mapped = [i * new_count // old_count for i in ids]
+            if len(set(mapped)) == len(mapped):
+                kw[name] = mapped
 
 
 def _fit_head_parts(default, kw: dict[str, Any]) -> None:
