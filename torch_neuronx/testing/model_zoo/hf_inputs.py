@@ -19,7 +19,14 @@ trajectory. Each input is made by its name, with sizes from the config:
   SigLIP 2's native-resolution patches where the forward takes `spatial_shapes`;
 - waveforms of whole tokens / at least two codec hops; spectrogram frames in whole windows;
 - time series: past values over the context plus the largest lag, with their masks;
-- LXMERT's detected regions (`visual_feats`, `visual_pos`).
+- LXMERT's detected regions (`visual_feats`, `visual_pos`);
+- layouts the model's own image processor gives (run on one 64 px image, nothing
+  downloaded): image pairs for a matcher that refuses one image, patches unflattened or in
+  channels-last merge blocks; clips for a model with a video processor and no image
+  processor, its video token holding each frame's query tokens; Gemma 4's positioned patches;
+- a task's tokens of the length its config fixes (`task_inputs`, `task_seq_len`); decoder
+  tokens in a documented multi-row layout; widths documented as products; a codec's
+  waveform as long as its spectrogram's frames at its stride.
 """
 
 from __future__ import annotations

@@ -11,7 +11,10 @@ carry them along, each for a whole kind of config rather than one model:
   which DeepSeek's latent attention and ESM-C require), widths stay multiples of the head count
   (Swin's three heads in its first stage), rotary sections still sum to half the head dim;
 - per-layer data follows the layer count (`layer_types`, a heterogeneous config's
-  `per_layer_config`), a backbone's `out_indices` are mapped onto the shrunk stages;
+  `per_layer_config`, per-layer head counts), a backbone's `out_indices` and a sub-stack's
+  layer ids are mapped onto the shrunk stages; sizes that are sums stay sums (a head dim
+  of its parts, a width of concatenated sub-config widths); a width the shrink must undo
+  keeps its heads;
 - aliases (`attribute_map`) that name something other than a size (ConvNeXt's
   `num_hidden_layers` is its stage count), a stage count the constructor does not take (Swin's
   `num_layers`, len(depths)) and read-only properties are left alone;
