@@ -97,6 +97,10 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
         wanted.append("input_ids")
         if "image_embeds_position_mask" in params:
             wanted.append("image_embeds_position_mask")  # where the image goes in the prompt
+    if main in ("input_values", "input_features") and "pixel_values_videos" in params:
+        # an audio-led encoder that fuses a video beside it (PE Audio-Video: its video
+        # embedder reads the clip unconditionally)
+        wanted.append("pixel_values_videos")
     if main == "states":
         wanted += [n for n in ("actions", "returns_to_go", "timesteps") if n in params]
     if "bbox" in params:

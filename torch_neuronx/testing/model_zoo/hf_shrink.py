@@ -570,6 +570,18 @@ def shrink_kwargs(
             kw[name] = size
         elif name == "image_size" and _square(value) and value[0] > size:
             kw[name] = [size] * len(value)  # a square image given as a list (SAM 2's 1024 px)
+    arch = get(default, "architecture")
+    if isinstance(arch, str) and re.search(r"_patch\d+", arch) and "model_args" in accepted:
+        if get(default, "model_args") is None and _settable(config_cls, "model_args"):
+            # a timm vision transformer the config only names (PE Video's
+            # `vit_pe_core_large_patch14_336`, built by timm at 336 px, 24 layers of 1024):
+            # shrunk through the keyword arguments timm's ViT and EVA take
+            kw["model_args"] = {
+                "img_size": SIZES["image_size"],
+                "depth": SIZES["num_hidden_layers"],
+                "embed_dim": SIZES["hidden_size"],
+                "num_heads": SIZES["num_attention_heads"],
+            }
     params = set(inspect.signature(config_cls.__init__).parameters)
     params |= set(getattr(config_cls, "__dataclass_fields__", {}))
     depths = get(default, "depths")
