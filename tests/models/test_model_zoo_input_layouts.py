@@ -174,3 +174,17 @@ def test_a_documented_feature_sequence_length_is_the_frames():
     model, _, batch = _batch("nemotron3_5_transcribe_audio")
     assert batch["input_features"].shape[1] == batch["input_features_mask"].shape[1]
     _runs(model, batch)
+
+
+def test_a_named_timm_vision_transformer_is_shrunk_through_its_model_args():
+    vision = shrunk("pe_video_encoder").vision_config  # vit_pe_core_large_patch14_336
+    assert vision.model_args["depth"] == 2 and vision.model_args["embed_dim"] == 64
+    model, _, batch = _batch("pe_video_encoder")
+    assert batch["pixel_values_videos"].shape[-1] == vision.model_args["img_size"]
+    _runs(model, batch)
+
+
+def test_an_audio_led_encoder_gets_the_video_it_fuses():
+    model, _, batch = _batch("pe_audio_video_encoder")
+    assert {"input_values", "pixel_values_videos"} <= set(batch)
+    _runs(model, batch)
