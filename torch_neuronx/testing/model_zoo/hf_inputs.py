@@ -19,12 +19,20 @@ trajectory. Each input is made by its name, with sizes from the config:
   SigLIP 2's native-resolution patches where the forward takes `spatial_shapes`;
 - waveforms of whole tokens / at least two codec hops; spectrogram frames in whole windows;
 - time series: past values over the context plus the largest lag, with their masks;
-- LXMERT's detected regions (`visual_feats`, `visual_pos`).
+- LXMERT's detected regions (`visual_feats`, `visual_pos`);
+- layouts the model's own image processor gives (run on one 64 px image, nothing
+  downloaded): image pairs for a matcher that refuses one image, patches unflattened or in
+  channels-last merge blocks; clips for a model with a video processor and no image
+  processor, its video token holding each frame's query tokens; Gemma 4's positioned patches;
+- a task's tokens of the length its config fixes (`task_inputs`, `task_seq_len`); decoder
+  tokens in a documented multi-row layout; widths documented as products; a codec's
+  waveform as long as its spectrogram's frames at its stride.
 """
 
 from __future__ import annotations
 
 import inspect
+import math
 import re
 
 import torch
@@ -73,6 +81,8 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     params = _params(model)
     main = getattr(model, "main_input_name", "input_ids")
+    if isinstance(main, list | tuple):
+        main = main[0]  # several main inputs (OneFormer's pixels and task tokens): both required
     required = [n for n, p in params.items() if p.default is inspect.Parameter.empty]
     # a vision tower's patch grid comes first: it fixes its flattened `hidden_states`
     grids = [n for n in required if n.endswith("grid_thw")]
@@ -87,6 +97,10 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
         wanted.append("input_ids")
         if "image_embeds_position_mask" in params:
             wanted.append("image_embeds_position_mask")  # where the image goes in the prompt
+    if main in ("input_values", "input_features") and "pixel_values_videos" in params:
+        # an audio-led encoder that fuses a video beside it (PE Audio-Video: its video
+        # embedder reads the clip unconditionally)
+        wanted.append("pixel_values_videos")
     if main == "states":
         wanted += [n for n in ("actions", "returns_to_go", "timesteps") if n in params]
     if "bbox" in params:
@@ -102,15 +116,40 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
         if name not in batch:
             batch.update(_make(name, model, config, g, batch))
     _place_image_tokens(config, batch)
+    _match_clip(config, model, batch, g)
     for name in list(batch):  # an input's own padding mask, where the forward takes one
         if f"{name}_mask" in params and f"{name}_mask" not in batch:
             batch.update(_make(f"{name}_mask", model, config, g, batch))
-    if "input_ids" in batch and getattr(config, "is_encoder_decoder", False):
+    decoder_rows = (_documented_shape(model, "decoder_input_ids") or ["batch_size"])[0]
+    if "decoder_input_ids" in params and decoder_rows != "batch_size" and "input_ids" in batch:
+        # the decoder's tokens in a documented layout of several rows per sample (Dia's
+        # "(batch_size * num_codebooks, target_sequence_length)"): where the config names
+        # that count, so many rows; else (Dia counts its codebooks as `num_channels`) none,
+        # and the model starts from its own BOS tokens
+        tokens = _tokens(config, g, model, "decoder_input_ids")
+        if tokens.shape[0] != BATCH:
+            batch["decoder_input_ids"] = tokens
+    elif "input_ids" in batch and getattr(config, "is_encoder_decoder", False):
         batch["decoder_input_ids"] = batch["input_ids"].clone()
     elif "decoder_input_ids" in params and "decoder_input_ids" not in batch:
         # speech and image encoder-decoders (Whisper, Canary, ...): the decoder needs tokens
         batch["decoder_input_ids"] = _tokens(config, g)
     return batch
+
+
+def _match_clip(config, model, batch, g) -> None:
+    """A codec that encodes a waveform and its spectrogram side by side and concatenates the
+    two encodings (X-Codec 2: a semantic encoder's frames beside an acoustic encoder strided
+    by its `downsampling_ratios`): the waveform as long as the spectrogram's frames at that
+    stride, so both give as many frames."""
+    ratios = config_value(config, "downsampling_ratios")
+    if "input_values" not in batch or "input_features" not in batch:
+        return
+    if not isinstance(ratios, list | tuple) or not all(isinstance(r, int) for r in ratios):
+        return
+    frames = _steps(config, "input_features", batch, model)[1]
+    shape = (*batch["input_values"].shape[:-1], frames * math.prod(ratios))
+    batch["input_values"] = torch.randn(*shape, generator=g)
 
 
 # a prompt's image features, by the config attribute that counts them
@@ -121,14 +160,23 @@ def _place_image_tokens(config, batch) -> None:
     """A prompt beside an image, for a model that splices the image's features into the text
     at its image token (BLIP-2's Q-Former outputs, `num_query_tokens` of them): the image
     token at the positions after the first, as the model's processor writes them, and
-    nowhere else."""
+    nowhere else. A clip's features go at the video token, as many per frame
+    (InstructBLIP-Video), the prompt lengthened to hold them and SEQ tokens of text."""
     image = hf_shrink.get(config, "image_token_index", None)
     count = next(
         (config_value(config, n) for n in _IMAGE_TOKEN_COUNTS if config_value(config, n)), None
     )
-    if "pixel_values" not in batch or "input_ids" not in batch or not isinstance(image, int):
+    pixels = batch.get("pixel_values")
+    video = hf_shrink.get(config, "video_token_index", None)
+    if pixels is not None and pixels.ndim == 5 and isinstance(video, int):
+        image = video
+        count = count * pixels.shape[1] if isinstance(count, int) else None
+        if isinstance(count, int) and "input_ids" in batch and count >= SEQ:
+            repeats = -(-(count + SEQ) // SEQ)
+            batch["input_ids"] = batch["input_ids"].repeat(1, repeats)[:, : count + SEQ]
+    if pixels is None or "input_ids" not in batch or not isinstance(image, int):
         return
-    if not isinstance(count, int) or count < 1 or count >= SEQ:
+    if not isinstance(count, int) or count < 1 or count >= batch["input_ids"].shape[1]:
         return
     ids = batch["input_ids"]
     ids[ids == image] = 3  # a drawn id that is the image token's would be taken for the image
@@ -146,7 +194,7 @@ def _side_by_side(config, modality: str) -> bool:
     return modality == "pixel_values" or "logit_scale_init_value" in dir(config)
 
 
-def _tokens(config, g, model=None, name: str = "input_ids") -> torch.Tensor:
+def _tokens(config, g, model=None, name: str = "input_ids", length: int = SEQ) -> torch.Tensor:
     """Token ids (batch, seq); (batch x codebooks, seq) where the forward documents that
     layout (Musicgen's decoder: "(batch_size * num_codebooks, sequence_length)")."""
     vocab = min(config_value(config, "vocab_size") or _VOCAB, _VOCAB)
@@ -156,22 +204,54 @@ def _tokens(config, g, model=None, name: str = "input_ids") -> torch.Tensor:
         factor = config_value(config, dims[0].split("*")[1].strip())
         if isinstance(factor, int) and factor > 0:
             rows = BATCH * factor
-    return torch.randint(3, vocab, (rows, SEQ), generator=g)
+    return torch.randint(3, vocab, (rows, length), generator=g)
 
 
-def _documented_shape(model, name: str) -> list[str]:
+def _documented_shape(model, name: str, brackets: bool = False) -> list[str]:
     """The dims of input `name` as the forward's docstring gives them ("name (`torch.
-    LongTensor` of shape `(batch_size, sequence_length)`)"), [] where it gives none."""
+    LongTensor` of shape `(batch_size, sequence_length)`)"; "`[...]`" too with `brackets`),
+    [] where it gives none."""
     doc = getattr(model.forward, "__doc__", None) or ""
-    found = re.search(rf"(?m)^\s*{re.escape(name)} \([^)]*?of shape `\(([^`]*)\)`", doc)
+    shape = r"`[\(\[]([^`]*)[\)\]]`" if brackets else r"`\(([^`]*)\)`"
+    found = re.search(rf"(?m)^\s*{re.escape(name)} \([^)]*?of shape {shape}", doc)
     return [d.strip() for d in found.group(1).split(",")] if found else []
+
+
+def _product(config, dim: str) -> int | None:
+    """A documented dim that is a product of config sizes and list lengths ("dim *
+    len(config.target_layer_ids)"), evaluated; None where it is not one (a single name is
+    left to the caller's rules)."""
+    factors = [f.strip() for f in dim.split("*")]
+    if len(factors) < 2:
+        return None
+    total = 1
+    for factor in factors:
+        inner = re.fullmatch(r"len\((?:config\.)?(\w+)\)", factor)
+        value = config_value(
+            config, (inner or re.fullmatch(r"(?:config\.)?(\w+)", factor) or [0, ""])[1]
+        )
+        if inner and isinstance(value, list | tuple):
+            value = len(value)
+        if factor == "dim" and value is None:
+            value = config_value(config, "hidden_size")  # the docs' model width
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            return None
+        total *= value
+    return total
 
 
 def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
     if name.endswith("input_ids"):
         return {name: _tokens(config, g, model, name)}
+    length = config_value(config, f"{name.removesuffix('_inputs')}_seq_len")
+    if name.endswith("_inputs") and isinstance(length, int) and length > 0:
+        # a token input of the length its config fixes (OneFormer's `task_inputs`, read by an
+        # MLP over `task_seq_len` positions)
+        return {name: _tokens(config, g, model, name, length)}
     if name == "pixel_values" and "spatial_shapes" in _params(model):
         return _naflex(config, g)
+    if name == "pixel_values" and "pixel_position_ids" in _params(model):
+        return _positioned_patches(config, g)
     if name in ("pixel_values", "pixel_values_videos") or name.endswith("_pixel_values"):
         return _pixels(config, g, name)  # (and a prompt image beside the input: SegGPT's)
     if name.endswith("_attention_mask") and f"{name[: -len('_attention_mask')]}_input_ids" in batch:
@@ -179,7 +259,7 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
         ids = batch[f"{name[: -len('_attention_mask')]}_input_ids"]
         return {name: torch.ones(ids.shape, dtype=torch.long)}
     if name in ("input_features", "audio_mel"):
-        return {name: _spectrogram(config, g, name)}
+        return {name: _spectrogram(config, g, name, _frames_second(config, model, name))}
     if name == "input_values":
         values = _waveform_or_spectrogram(config, g)
         if values.ndim == 2 and _documented_shape(model, name)[1:2] == ["1"]:
@@ -189,7 +269,7 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
         flat = "hidden_states" if "hidden_states" in _params(model) else "pixel_values"
         return _patches(config, g, name, flat)
     if name.endswith("_mask") and name[: -len("_mask")] in batch:
-        steps = _steps(config, name[: -len("_mask")], batch)
+        steps = _steps(config, name[: -len("_mask")], batch, model)
         if "Bool" in str(_params(model)[name].annotation):
             # PyTorch's boolean padding masks mark padding True (key_padding_mask)
             return {name: torch.zeros(steps, dtype=torch.bool)}
@@ -211,6 +291,12 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
         return {name: torch.randn(BATCH, SEQ, width, generator=g)}
     if name.endswith("_embeds") or name.endswith("hidden_states"):
         hidden = config_value(config, "hidden_size") or 64
+        documented = _documented_shape(model, name, brackets=True)
+        width = _product(config, documented[-1]) if len(documented) == 3 else None
+        if width is not None:
+            # a width the forward documents as a product (MuseGlimmer's context: "dim *
+            # len(config.target_layer_ids)", the target's layers concatenated)
+            hidden = width
         return {name: torch.randn(BATCH, SEQ, hidden, generator=g)}
     if name == "noise":  # one per patch
         size, patch = (
@@ -256,7 +342,15 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
 
 
 # documented dims that are a length the batch chooses
-_LENGTHS = ("sequence_length", "seq_len", "frames", "time_steps", "num_frames", "target_length")
+_LENGTHS = (
+    "sequence_length",
+    "seq_len",
+    "frames",
+    "time_steps",
+    "num_frames",
+    "target_length",
+    "feature_sequence_length",  # spectrogram frames (Nemotron 3.5 Transcribe)
+)
 
 
 def _shape_from_doc(model, config, name: str, batch) -> tuple[int, ...] | None:
@@ -305,11 +399,23 @@ def _series(config, g) -> torch.Tensor:
     return torch.randn(*shape, generator=g)
 
 
-def _steps(config, name: str, batch) -> tuple[int, int]:
+def _frames_second(config, model, name: str) -> bool:
+    """Whether the forward documents `name` with its frames second of three dims (FunASR's
+    encoder: "(batch_size, sequence_length, feature_dim)"), for a model whose feature
+    extractor cannot say (cannot run here: the docs of Whisper-style encoders say the same of
+    their (batch, bins, frames) input)."""
+    if _extract(config, "input_features") is not None:
+        return False
+    documented = _documented_shape(model, name)
+    return len(documented) == 3 and documented[1] in _LENGTHS
+
+
+def _steps(config, name: str, batch, model=None) -> tuple[int, int]:
     """(batch, time steps) of the input `name` in `batch`: its second dim, but the last of a
     (batch, bins, frames) spectrogram."""
     t = batch[name]
-    if name == "input_features" and t.ndim == 3 and not _bins_last(config):
+    bins_last = _bins_last(config) or (model is not None and _frames_second(config, model, name))
+    if name == "input_features" and t.ndim == 3 and not bins_last:
         return (t.shape[0], t.shape[2])
     return (t.shape[0], t.shape[1])
 
@@ -334,9 +440,11 @@ def _bins(config) -> int:
     return (bins if isinstance(bins, int) and bins > 0 else 80) * stacked
 
 
-def _spectrogram(config, g, name: str) -> torch.Tensor:
-    """(batch, bins, frames) as Whisper, (batch, frames, bins) where the extractor says so,
-    (batch, channels, frames, bins) where it gives a channel dim (CLAP)."""
+def _spectrogram(config, g, name: str, frames_second: bool = False) -> torch.Tensor:
+    """(batch, bins, frames) as Whisper, (batch, frames, bins) where the extractor says so or
+    the forward documents its frames second of three dims (FunASR's encoder: "(batch_size,
+    sequence_length, feature_dim)", its extractor unable to run here), (batch, channels,
+    frames, bins) where it gives a channel dim (CLAP)."""
     bins = _bins(config)
     frames = 2 * (config_value(config, "max_source_positions") or SEQ)
     window = config_value(config, "n_window")  # Qwen3-ASR reads whole windows of 2 x n_window
@@ -349,7 +457,7 @@ def _spectrogram(config, g, name: str) -> torch.Tensor:
         # one channel: the extractor's extra ones are CLAP's "fusion" crops (`enable_fusion`)
         channels = shape[1] if config_value(config, "enable_fusion") else 1
         return torch.randn(BATCH, channels, frames, bins, generator=g)
-    bins_last = name == "audio_mel" or _bins_last(config)
+    bins_last = name == "audio_mel" or frames_second or _bins_last(config)
     shape = (BATCH, frames, bins) if bins_last else (BATCH, bins, frames)
     return torch.randn(*shape, generator=g)
 
@@ -377,10 +485,26 @@ def _samples(config) -> int:
     per_token = config_value(config, "samples_per_token")
     if isinstance(per_token, int) and per_token > 0:
         return -(-_SAMPLES // per_token) * per_token
-    hop = config_value(config, "hop_length")  # a codec's samples per frame (PE Audio's DAC: 1920)
+    # a codec's samples per frame, in a sub-config or one of its own (PE Audio's DAC, its
+    # `audio_config.dac_config`: 1920)
+    hop = _nested_value(config, "hop_length")
     if isinstance(hop, int) and 0 < _SAMPLES < 2 * hop:
         return 2 * hop  # two frames: its last strided conv needs one whole hop per output
     return _SAMPLES
+
+
+def _nested_value(config, name: str, depth: int = 3):
+    """`config_value`, or else the value of `name` in a sub-config of a sub-config (depth
+    first, at most `depth` levels down); None where none has it."""
+    value = config_value(config, name)
+    if value is not None or depth <= 1:
+        return value
+    for sub in vars(config).values():
+        if hf_shrink.is_config(sub):
+            value = _nested_value(sub, name, depth - 1)
+            if value is not None:
+                return value
+    return None
 
 
 def _extractor_shape(config, key: str, feature_size: int | None = None):
@@ -397,17 +521,7 @@ def _extract(config, key: str, feature_size: int | None = None):
     import transformers
     from transformers.models.auto.feature_extraction_auto import FEATURE_EXTRACTOR_MAPPING_NAMES
 
-    # a sub-model type (fun_asr_nano_encoder) uses its family's extractor (fun_asr_nano)
-    parts = str(getattr(config, "model_type", "")).split("_")
-    families = ["_".join(parts[:n]) for n in range(len(parts), 0, -1)]
-    name = next(
-        (
-            FEATURE_EXTRACTOR_MAPPING_NAMES[f]
-            for f in families
-            if f in FEATURE_EXTRACTOR_MAPPING_NAMES
-        ),
-        None,
-    )
+    name = _family_entry(config, FEATURE_EXTRACTOR_MAPPING_NAMES)
     cls = getattr(transformers, name, None) if isinstance(name, str) else None
     if cls is None:
         return None
@@ -418,6 +532,52 @@ def _extract(config, key: str, feature_size: int | None = None):
         return fe, tuple(fe([tone], sampling_rate=rate, return_tensors="pt")[key].shape)
     except Exception:  # noqa: BLE001 - an extractor that cannot run says nothing: the default
         return None
+
+
+def _family_entry(config, mapping):
+    """The entry of `config`'s model type in one of transformers' auto tables (a feature
+    extractor's, an image processor's), or of its family's: a sub-model type
+    (fun_asr_nano_encoder) uses its family's (fun_asr_nano). None where there is none."""
+    parts = str(getattr(config, "model_type", "")).split("_")
+    families = ["_".join(parts[:n]) for n in range(len(parts), 0, -1)]
+    return next((mapping[f] for f in families if f in mapping), None)
+
+
+def _image_processor_shape(config, pairs: bool = False) -> tuple[int, ...] | None:
+    """The shape of `pixel_values` from the model's own image processor (its class defaults,
+    nothing downloaded) for one 64 px image, or (`pairs`) for a pair of them where it refuses
+    one image and takes only pairs (the keypoint matchers LightGlue and EfficientLoFTR:
+    (1, 2, channels, height, width)); None where it has none or cannot run."""
+    import numpy as np
+    import transformers
+    from transformers.models.auto.image_processing_auto import IMAGE_PROCESSOR_MAPPING_NAMES
+
+    names = _family_entry(config, IMAGE_PROCESSOR_MAPPING_NAMES)
+    names = names.values() if isinstance(names, dict) else [names]
+    image = np.random.default_rng(0).integers(0, 255, (64, 64, 3), dtype=np.uint8)
+    for name in names:
+        cls = getattr(transformers, name, None) if isinstance(name, str) else None
+        for images in ([image], [[image, image]]):
+            try:
+                out = cls()(images, return_tensors="pt")
+            except Exception:  # noqa: BLE001 - refused (a pair wanted) or cannot run here
+                continue
+            if pairs == (len(images[0]) == 2 and not isinstance(images[0], np.ndarray)):
+                return tuple(out["pixel_values"].shape)
+            return None
+    return None
+
+
+def _video_only(config) -> bool:
+    """Whether the model's processors are a video processor without an image processor (a
+    video model whose config counts no frames: InstructBLIP-Video's clips)."""
+    from transformers.models.auto.image_processing_auto import IMAGE_PROCESSOR_MAPPING_NAMES
+    from transformers.models.auto.video_processing_auto import VIDEO_PROCESSOR_MAPPING_NAMES
+
+    return (
+        _family_entry(config, VIDEO_PROCESSOR_MAPPING_NAMES) is not None
+        and _family_entry(config, IMAGE_PROCESSOR_MAPPING_NAMES) is None
+    )
 
 
 def _bins_last(config) -> bool:
@@ -443,7 +603,9 @@ def _pixels(config, g: torch.Generator, name: str = "pixel_values") -> dict[str,
     """Images (batch, channels, height, width) of the config's `image_size` (a (height, width)
     pair where it gives one: MGP-STR's 32 x 128 text lines; its `crop_size` where it has no
     image size: V-JEPA 2), or clips (batch, frames, channels, height, width) for a video model
-    (a config with `num_frames` / `frames_per_clip`, or a `*_videos` input)."""
+    (a config with `num_frames` / `frames_per_clip`, a `*_videos` input, or a model with a
+    video processor and no image processor), or groups (batch, n, channels, height, width)
+    where the model's image processor groups them (a keypoint matcher's pairs, n = 2)."""
     size = (
         config_value(config, "image_size")
         or config_value(config, "crop_size")
@@ -452,13 +614,23 @@ def _pixels(config, g: torch.Generator, name: str = "pixel_values") -> dict[str,
     if not size and config_value(config, "max_2d_position_embeddings"):
         size = config_value(config, "input_size")  # a document model's page (LayoutLMv3)
     size = size or hf_shrink.SIZES["image_size"]
+    ratios, patch = config_value(config, "scaled_images_ratios"), config_value(config, "patch_size")
+    if isinstance(ratios, list | tuple) and ratios and isinstance(patch, int) and min(ratios) > 0:
+        # a model that tiles scaled copies of its image into patches of `patch_size` (Depth
+        # Pro: ratios 0.25, 0.5, 1 of a 1536 px image, patches of 384): the image as large as
+        # its smallest copy still holds one patch
+        size = max(size if isinstance(size, int) else 0, math.ceil(patch / min(ratios)))
     height, width = (size[0], size[-1]) if isinstance(size, list | tuple) else (size, size)
     channels = config_value(config, "num_channels") or 3
     frames = config_value(config, "num_frames") or config_value(config, "frames_per_clip")
-    if name.endswith("_videos") or isinstance(frames, int):
+    if name.endswith("_videos") or isinstance(frames, int) or _video_only(config):
         shape = (BATCH, frames or _FRAMES, channels, height, width)
     else:
         shape = (BATCH, channels, height, width)
+        processed = _image_processor_shape(config, pairs=True) if name == "pixel_values" else None
+        if processed is not None and len(processed) == 5:
+            # images in pairs, as the processor gives them (a keypoint matcher's)
+            shape = (BATCH, processed[1], channels, height, width)
     return {name: torch.randn(*shape, generator=g)}
 
 
@@ -477,6 +649,25 @@ def _naflex(config, g) -> dict[str, torch.Tensor]:
     }
 
 
+def _positioned_patches(config, g) -> dict[str, torch.Tensor]:
+    """Gemma 4's vision input: each image as its patches (batch, patches, channels * patch^2)
+    with their (x, y) grid positions `pixel_position_ids` (batch, patches, 2), no padding
+    (-1, -1); the grid's side a multiple of the pooling kernel (`pooling_kernel_size`, which
+    pools kernel^2 patches into one token), at least the 32 px image's."""
+    patch = config_value(config, "patch_size") or 16
+    patch = patch[0] if isinstance(patch, list | tuple) else patch
+    pool = config_value(config, "pooling_kernel_size") or 1
+    channels = config_value(config, "num_channels") or 3
+    side = max(2, (config_value(config, "image_size") or hf_shrink.SIZES["image_size"]) // patch)
+    side = -(-side // pool) * pool
+    rows, cols = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="ij")
+    positions = torch.stack([cols.flatten(), rows.flatten()], dim=-1)
+    return {
+        "pixel_values": torch.randn(BATCH, side * side, channels * patch * patch, generator=g),
+        "pixel_position_ids": positions.expand(BATCH, -1, -1).clone(),
+    }
+
+
 def _patches(config, g, name: str, flat_name: str) -> dict[str, torch.Tensor]:
     """Qwen2-VL-style vision input: `grid_thw` rows (t, h, w) in patches, and the patches
     flattened to (sum t*h*w, channels * temporal_patch * patch^2) as `flat_name`."""
@@ -491,6 +682,18 @@ def _patches(config, g, name: str, flat_name: str) -> dict[str, torch.Tensor]:
     side = 2 * merge
     grid = torch.tensor([[1, side, side]] * BATCH)
     flat = torch.randn(BATCH * side * side, channels * temporal * patch * patch, generator=g)
+    processed = _image_processor_shape(config) if flat_name == "pixel_values" else None
+    block = merge * patch
+    if processed is not None and processed[1:] == (channels, patch, patch) and temporal == 1:
+        # patches left as (patches, channels, patch, patch) by the model's image processor
+        # (Kimi K2.5's vision tower convolves each one)
+        flat = flat.reshape(-1, channels, patch, patch)
+    elif processed is not None and processed[1:] == (block, block, channels) and temporal == 1:
+        # pixels in merge blocks, channels last (Inkling 2's processor: (blocks, merge x
+        # patch, merge x patch, channels), cut into patches by the model), the grid counted
+        # in blocks (its language model's image tokens)
+        flat = flat.reshape(-1, block, block, channels)
+        grid = grid // torch.tensor([1, merge, merge])
     return {flat_name: flat, name: grid}
 
 

@@ -11,7 +11,10 @@ carry them along, each for a whole kind of config rather than one model:
   which DeepSeek's latent attention and ESM-C require), widths stay multiples of the head count
   (Swin's three heads in its first stage), rotary sections still sum to half the head dim;
 - per-layer data follows the layer count (`layer_types`, a heterogeneous config's
-  `per_layer_config`), a backbone's `out_indices` are mapped onto the shrunk stages;
+  `per_layer_config`, per-layer head counts), a backbone's `out_indices` and a sub-stack's
+  layer ids are mapped onto the shrunk stages; sizes that are sums stay sums (a head dim
+  of its parts, a width of concatenated sub-config widths); a width the shrink must undo
+  keeps its heads;
 - aliases (`attribute_map`) that name something other than a size (ConvNeXt's
   `num_hidden_layers` is its stage count), a stage count the constructor does not take (Swin's
   `num_layers`, len(depths)) and read-only properties are left alone;
@@ -208,6 +211,15 @@ def _fit_heads(default, kw: dict[str, Any]) -> None:
     kv = get(default, "num_key_value_heads")
     if "num_key_value_heads" in kw and kv == _heads(get(default, "num_attention_heads")):
         kw["num_key_value_heads"] = kw.get("num_attention_heads", kv)
+    old_heads, new_heads = get(default, "num_attention_heads"), kw.get("num_attention_heads")
+    if not isinstance(old_heads, int) or not isinstance(new_heads, int) or old_heads <= 0:
+        return
+    for name, value in list(kw.items()):
+        # per-layer head counts (Sapiens2's `num_key_value_heads_per_layer` [16, ..., 8, ...]
+        # of its 16 heads): scaled with the heads, so each still divides them
+        if "heads" in name and name not in SIZES and isinstance(value, list) and value:
+            if all(isinstance(v, int) and (v * new_heads) % old_heads == 0 for v in value):
+                kw[name] = [max(1, v * new_heads // old_heads) for v in value]
 
 
 def _tied(name: str) -> bool:
@@ -436,7 +448,10 @@ def _side(value) -> int | None:
 def _fit_feature_sizes(default, kw: dict[str, Any]) -> None:
     """Feature-map sizes declared beside a backbone sub-config (SAM 2's neck
     `backbone_feature_sizes` [[256, 256], [128, 128], [64, 64]] of its 1024 px image) follow
-    the backbone's shrunk image side (32 px: [[8, 8], [4, 4], [2, 2]])."""
+    the backbone's shrunk image side (32 px: [[8, 8], [4, 4], [2, 2]]). Where the image side
+    does not divide them, they follow its patch grid, the maps being the grid scaled
+    (SAM 3's ViT backbone: 1008 px in patches of 14 is a grid of 72, its FPN's maps
+    [[288, 288], [144, 144], [72, 72]]; 32 px is a grid of 2: [[8, 8], [4, 4], [2, 2]])."""
     for sub, config in list(kw.items()):
         old = get(default, sub)
         if not (is_config(config) and is_config(old)):
@@ -444,15 +459,18 @@ def _fit_feature_sizes(default, kw: dict[str, Any]) -> None:
         before, after = _side(get(old, "image_size")), _side(get(config, "image_size"))
         if not before or not after or before == after:
             continue
+        patch = _side(get(old, "patch_size"))
+        grid = (before // patch, after // patch) if patch and before % patch == 0 else None
         for name in dir(default):
             sizes = get(default, name) if name.endswith("feature_sizes") else None
-            if (
-                name not in kw
-                and isinstance(sizes, list | tuple)
-                and sizes
-                and all(_square(v) and (v[0] * after) % before == 0 for v in sizes)
-            ):
-                kw[name] = [[v[0] * after // before] * 2 for v in sizes]
+            if name in kw or not isinstance(sizes, list | tuple) or not sizes:
+                continue
+            for old_side, new_side in ((before, after), grid or (0, 0)):
+                if old_side and all(
+                    _square(v) and (v[0] * new_side) % old_side == 0 for v in sizes
+                ):
+                    kw[name] = [[v[0] * new_side // old_side] * 2 for v in sizes]
+                    break
 
 
 def _fit_windows(default, kw: dict[str, Any]) -> None:
@@ -552,6 +570,18 @@ def shrink_kwargs(
             kw[name] = size
         elif name == "image_size" and _square(value) and value[0] > size:
             kw[name] = [size] * len(value)  # a square image given as a list (SAM 2's 1024 px)
+    arch = get(default, "architecture")
+    if isinstance(arch, str) and re.search(r"_patch\d+", arch) and "model_args" in accepted:
+        if get(default, "model_args") is None and _settable(config_cls, "model_args"):
+            # a timm vision transformer the config only names (PE Video's
+            # `vit_pe_core_large_patch14_336`, built by timm at 336 px, 24 layers of 1024):
+            # shrunk through the keyword arguments timm's ViT and EVA take
+            kw["model_args"] = {
+                "img_size": SIZES["image_size"],
+                "depth": SIZES["num_hidden_layers"],
+                "embed_dim": SIZES["hidden_size"],
+                "num_heads": SIZES["num_attention_heads"],
+            }
     params = set(inspect.signature(config_cls.__init__).parameters)
     params |= set(getattr(config_cls, "__dataclass_fields__", {}))
     depths = get(default, "depths")
@@ -615,8 +645,38 @@ def shrink_kwargs(
     _fit_per_layer_config(default, kw, kept or list(range(new_layers or 0)))
     _fit_grid(default, kw, accepted, config_cls)
     _fit_siblings(default, kw, undone, forced)
+    _fit_concatenated(default, kw, accepted, config_cls)
+    _fit_head_parts(default, kw)
+    _fit_layer_ids(default, kw, new_layers)
     kw.update((n, v) for n, v in forced if "." not in n)
     return kw
+
+
+def _fit_concatenated(default, kw: dict[str, Any], accepted: set[str], config_cls) -> None:
+    """A size of the model (`_tied`: a codebook's, a projection's; a quantizer's) equal in the
+    default to the widths of its sub-configs (and its own) summed, their features
+    concatenated (X-Codec's `codebook_dim` 1024: its semantic model's 768 and acoustic
+    model's 256; NeuCodec's `quantization_dim` 2048: its own 1024 and its semantic model's),
+    stays their shrunk sum."""
+    own = next((w for w in _WIDTHS if isinstance(kw.get(w), int)), None)
+    before = [get(default, own)] if own else []
+    after = [kw[own]] if own else []
+    for name, sub in kw.items():
+        old = get(default, name)
+        if not (is_config(sub) and is_config(old)):
+            continue
+        width = next((w for w in _WIDTHS if isinstance(get(old, w), int)), None)
+        if width is not None and isinstance(get(sub, width), int):
+            before.append(get(old, width))
+            after.append(get(sub, width))
+    if len(before) < 2 or sum(before) == sum(after):
+        return
+    for name in sorted(accepted):
+        value = get(default, name)
+        if name in kw or not (_tied(name) or "quantiz" in name) or not _settable(config_cls, name):
+            continue
+        if isinstance(value, int) and not isinstance(value, bool) and value == sum(before):
+            kw[name] = sum(after)
 
 
 def _fit_grid(default, kw: dict[str, Any], accepted: set[str], config_cls) -> None:
@@ -666,7 +726,9 @@ def _fit_siblings(default, kw: dict[str, Any], undone: frozenset[str], forced: F
                 continue
             if any(n == f"{name}.{attr}" for n, _ in forced):
                 continue
-            if attr.endswith(("_channels", "_hidden_size")) and value in widths:
+            # (and `hidden_size_*`: BLT's encoder `hidden_size_global`, its global model's)
+            tied = attr.endswith(("_channels", "_hidden_size")) or attr.startswith("hidden_size_")
+            if tied and value in widths:
                 ties.append((attr, widths[value]))
             elif "pos_feats" in attr and 2 * value in widths:
                 # sine position features, two per channel (SAM's num_pos_feats 128 of 256)
@@ -716,7 +778,10 @@ def _fit_mrope(merged: dict, config_cls) -> None:
     if (
         not section
         and rope
-        and "mrope_section" in getattr(config_cls, "ignore_keys_at_rope_validation", ())
+        and (
+            "mrope_section" in getattr(config_cls, "ignore_keys_at_rope_validation", ())
+            or (rope.get("rope_type") == "default" and _code_defaults_mrope(config_cls))
+        )
     ):
         section = list(MROPE_SHARES)
     head_dim = merged.get("head_dim")
@@ -737,6 +802,65 @@ def _fit_mrope(merged: dict, config_cls) -> None:
     for i in by_remainder[: half - sum(fitted)]:
         fitted[i] += 1
     merged["rope_parameters"] = {**rope, "mrope_section": fitted}
+
+
+def _code_defaults_mrope(config_cls) -> bool:
+    """Whether the modeling code beside the config class reads multimodal RoPE sections with a
+    default of its own where the config has none (PaddleOCR-VL's text model:
+    `rope_parameters.get("mrope_section", [16, 24, 24])`, its config class silent on them)."""
+    import importlib
+    import sys
+
+    module = config_cls.__module__.replace(".configuration_", ".modeling_")
+    try:
+        source = inspect.getsource(sys.modules.get(module) or importlib.import_module(module))
+    except Exception:  # noqa: BLE001 - no modeling module beside it: no such default
+        return False
+    return re.search(r"""\.get\(\s*["']mrope_section["']\s*,\s*\[""", source) is not None
+
+
+def _fit_layer_ids(default, kw: dict[str, Any], new_layers: int | None) -> None:
+    """Lists of layer indices (`*_hook_ids`, `*_layer_ids`) into the one stack the sub-configs
+    shrank alike (Depth Pro's intermediate_hook_ids (11, 5) into its 12-layer patch encoder)
+    mapped onto the shrunk stack, keeping their relative depth (-> [1, 0] of 2) where they
+    stay distinct. Not into the config's own stack (Zamba2's `hybrid_layer_ids` of its 54
+    layers would collapse onto the 2 kept)."""
+    if new_layers:
+        return
+    counts = set()
+    for name, sub in kw.items():
+        old = get(default, name)
+        if is_config(sub) and is_config(old):
+            for n in LAYER_COUNTS:
+                before, after = get(old, n), get(sub, n)
+                if isinstance(before, int) and isinstance(after, int) and before != after:
+                    counts.add((before, after))
+    if len(counts) != 1:
+        return
+    ((old_count, new_count),) = counts
+    for name in dir(default):
+        if name in kw or not name.endswith(("hook_ids", "layer_ids")):
+            continue
+        ids = get(default, name)
+        if not isinstance(ids, list | tuple) or not ids:
+            continue
+        if all(isinstance(i, int) and 0 <= i < old_count for i in ids):
+            mapped = [i * new_count // old_count for i in ids]
+            if len(set(mapped)) == len(mapped):
+                kw[name] = mapped
+
+
+def _fit_head_parts(default, kw: dict[str, Any]) -> None:
+    """A head dim that is the sum of its parts in the default (LongCat-Flash's `qk_head_dim`
+    192: `qk_nope_head_dim` 128 + `qk_rope_head_dim` 64) stays the sum of the shrunk parts."""
+    for name in dir(default):
+        value = get(default, name) if name.endswith("head_dim") and name not in kw else None
+        if not isinstance(value, int) or isinstance(value, bool):
+            continue
+        prefix = name[: -len("head_dim")]
+        parts = [n for n in kw if n != name and n.startswith(prefix) and n.endswith("_head_dim")]
+        if len(parts) >= 2 and sum(get(default, n) for n in parts) == value:
+            kw[name] = sum(kw[n] for n in parts)
 
 
 def shrink_config(default, _undone: frozenset[str] = frozenset(), _forced: Forced = ()):
@@ -762,13 +886,16 @@ def shrink_config(default, _undone: frozenset[str] = frozenset(), _forced: Force
             # a vocabulary left to the checkpoint leaves its padding id too (ESM masks
             # `input_ids != pad_token_id`): one below the synthetic ids, which start at 3
             kw["pad_token_id"] = PAD_ID
-    if "image_token_index" in accepted and get(default, "image_token_index", 0) is None:
-        # the prompt's image placeholder id, left to the checkpoint's processor (BLIP-2
-        # compares `input_ids == None` without one): the last id of the shrunk vocabulary
-        # of its text model (hf_inputs puts it where the image features go)
+    for back, name in enumerate(("image_token_index", "video_token_index"), start=1):
+        if name not in accepted or get(default, name, 0) is not None:
+            continue
+        # the prompt's image (video) placeholder id, left to the checkpoint's processor
+        # (BLIP-2, InstructBLIP-Video compare `input_ids == None` without one): the last
+        # (last but one) id of the shrunk vocabulary of its text model (hf_inputs puts it
+        # where the image features go)
         text_vocab = get(kw.get("text_config"), "vocab_size")
-        if isinstance(text_vocab, int) and _settable(config_cls, "image_token_index"):
-            kw["image_token_index"] = text_vocab - 1
+        if isinstance(text_vocab, int) and _settable(config_cls, name):
+            kw[name] = text_vocab - back
     merged = {**default.to_dict(), **kw}
     _fit_mrope(merged, config_cls)
     merged.pop("model_type", None)
@@ -799,6 +926,11 @@ def shrink_config(default, _undone: frozenset[str] = frozenset(), _forced: Force
             return shrink_config(default, _undone | {FIRST_LAYERS}, _forced)
         if not named:
             raise
+        if named & set(_WIDTHS):
+            # a width left at its default keeps its heads too, so the head dim the model
+            # reads stays (EfficientLoFTR's hidden_size, tied to its last stage's channels:
+            # its rotary table, 4 x the head dim of 32, fills a quarter of the width)
+            named |= {n for n in (*_HEADS, "num_key_value_heads") if n in kw}
         return shrink_config(default, _undone | named, _forced)
 
 
