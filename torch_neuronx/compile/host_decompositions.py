@@ -16,7 +16,9 @@ rest of each function is PyTorch's, copied from PyTorch v2.13.0 (BSD-3-Clause, C
 Meta Platforms, Inc. and affiliates; see PyTorch's LICENSE):
 https://github.com/pytorch/pytorch/blob/v2.13.0/torch/_inductor/decomposition.py (bmm, mm,
 addmm) and https://github.com/pytorch/pytorch/blob/v2.13.0/torch/_refs/__init__.py
-(native_group_norm). `tests/compile/test_host_decompositions.py` scans the installed
+(native_group_norm). One more is not a branch of PyTorch's: convolution_backward's cpu branch
+(the host's kernel) routed around a oneDNN defect (oneDNN #6035), as eager routes it.
+`tests/compile/test_host_decompositions.py` scans the installed
 table for device-type tests, so a PyTorch upgrade that adds or changes one fails there
 until it is listed here or reviewed as device-independent in `REVIEWED`.
 """
@@ -87,6 +89,142 @@ def _mm(self: torch.Tensor, input2: torch.Tensor, out_dtype=None) -> torch.Tenso
     return NotImplemented
 
 
+#: oneDNN's input-channel block (8 floats on AVX2, 16 on AVX-512): below it, the strided 1x1
+#: weight-gradient kernel takes the workspace path that oneDNN #6035 breaks
+_ONEDNN_CHANNEL_BLOCK = 16
+#: the dtypes CPU's convolution runs with oneDNN (float64 takes PyTorch's own kernels)
+_ONEDNN_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+
+
+def hits_onednn_workspace_defect(input, weight, stride, transposed, groups, output_mask) -> bool:
+    """Whether CPU's convolution_backward would run oneDNN's defective kernel (oneDNN issue
+    #6035, https://github.com/uxlfoundation/oneDNN/issues/6035: heap corruption under one
+    thread, weight gradients 78 % off under two): a strided 1x1 (1x1x1) convolution's weight
+    gradient, channels-last, with fewer input channels per group than oneDNN's channel block.
+    The same test as eager's (csrc/eager/conv_backward.cpp); keep the two equal."""
+    from torch._prims_common import suggest_memory_format
+
+    if transposed or not output_mask[1] or weight.ndim not in (4, 5):
+        return False
+    if input.dtype not in _ONEDNN_DTYPES or groups <= 0:
+        return False
+    if not all(statically_known_true(k == 1) for k in weight.shape[2:]):
+        return False
+    if not any(guard_or_false(s > 1) for s in stride):
+        return False
+    if not guard_or_false(input.size(1) // groups < _ONEDNN_CHANNEL_BLOCK):
+        return False
+    # PyTorch's oneDNN convolution runs channels-last when the input or the weight suggests it
+    return torch.contiguous_format != suggest_memory_format(
+        input
+    ) or torch.contiguous_format != suggest_memory_format(weight)
+
+
+@torch.library.custom_op("neuronx::convolution_backward_nchw", mutates_args=())
+def convolution_backward_nchw(
+    grad_output: torch.Tensor,
+    input: torch.Tensor,
+    weight: torch.Tensor,
+    bias_sizes: list[int],
+    stride: list[int],
+    padding: list[int],
+    dilation: list[int],
+    transposed: bool,
+    output_padding: list[int],
+    groups: int,
+    output_mask: list[bool],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """convolution_backward on nchw (contiguous) copies, its input and weight gradients given
+    back in the channels-last format CPU's kernel gives them; an unrequested gradient is an
+    empty tensor. An op of its own, not `.contiguous()` in the graph: Inductor's layout
+    optimization gives a clone feeding a convolution channels-last strides again."""
+    fmt = torch.channels_last if input.ndim == 4 else torch.channels_last_3d
+    grads = aten.convolution_backward(
+        grad_output.contiguous(),
+        input.contiguous(),
+        weight.contiguous(),
+        bias_sizes,
+        stride,
+        padding,
+        dilation,
+        transposed,
+        output_padding,
+        groups,
+        output_mask,
+    )
+    out = []
+    for i, g in enumerate(grads):
+        if g is None:
+            out.append(grad_output.new_empty(0))
+        else:
+            # clone, not contiguous: a 1x1 weight gradient is already "channels-last
+            # contiguous" and would keep its nchw strides, where CPU's kernel gives nhwc ones
+            out.append(g.clone(memory_format=fmt) if i < 2 else g.clone())
+    return tuple(out)
+
+
+@convolution_backward_nchw.register_fake
+def _(
+    grad_output,
+    input,
+    weight,
+    bias_sizes,
+    stride,
+    padding,
+    dilation,
+    transposed,
+    output_padding,
+    groups,
+    output_mask,
+):
+    fmt = torch.channels_last if input.ndim == 4 else torch.channels_last_3d
+    shapes = (input.shape, weight.shape, bias_sizes)
+    return tuple(
+        torch.empty(
+            shape,
+            dtype=grad_output.dtype,
+            device=grad_output.device,
+            memory_format=fmt if i < 2 else torch.contiguous_format,
+        )
+        if output_mask[i]
+        else grad_output.new_empty(0)
+        for i, shape in enumerate(shapes)
+    )
+
+
+def _convolution_backward(
+    grad_output: torch.Tensor,
+    input: torch.Tensor,
+    weight: torch.Tensor,
+    bias_sizes: list[int],
+    stride: list[int],
+    padding: list[int],
+    dilation: list[int],
+    transposed: bool,
+    output_padding: list[int],
+    groups: int,
+    output_mask: list[bool],
+):
+    # the cpu branch is none (the host's aten kernel), except around oneDNN #6035, where the
+    # graph runs the backward on contiguous copies (as eager does: csrc/eager/conv_backward.cpp)
+    if not hits_onednn_workspace_defect(input, weight, stride, transposed, groups, output_mask):
+        return NotImplemented
+    grads = convolution_backward_nchw(
+        grad_output,
+        input,
+        weight,
+        bias_sizes,
+        stride,
+        padding,
+        dilation,
+        transposed,
+        output_padding,
+        groups,
+        output_mask,
+    )
+    return tuple(g if output_mask[i] else None for i, g in enumerate(grads))
+
+
 def _native_group_norm(
     input: torch.Tensor,
     weight: torch.Tensor | None,
@@ -155,6 +293,7 @@ HOST_BRANCH: dict[Any, Callable] = {
     **{getattr(aten.mm, o): _mm for o in ("default", "dtype")},
     **{getattr(aten.addmm, o): _addmm for o in ("default", "dtype")},
     aten.native_group_norm.default: _native_group_norm,
+    aten.convolution_backward.default: _convolution_backward,
 }
 
 #: decompositions that test the device type but give neuron the host's graph (reviewed
@@ -169,8 +308,6 @@ REVIEWED: dict[str, str] = {
     "torch._decomp.decompositions_for_rng.bernoulli_": "only with functionalized rng (off)",
     "torch._decomp.decompositions_for_rng.bernoulli_p": "only with functionalized rng (off)",
     "torch._inductor.decomposition._softmax_backward_data": "the device test is a comment",
-    "torch._inductor.decomposition.convolution_backward": "tests is_gpu: neuron takes the "
-    "cpu branch (none)",
     "torch._inductor.decomposition.grid_sampler_2d": "the cpu test only chooses whether the "
     "grid is expanded over channels, the same arithmetic per element",
     "torch._inductor.decomposition.repeat_interleave_Tensor": "tests mps: neuron takes the "

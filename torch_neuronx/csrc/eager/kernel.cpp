@@ -578,11 +578,12 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
 }
 // Composite ops that would otherwise pick a device-specific path for PrivateUse1
 // (convolution -> convolution_overrideable) or reject devices other than CPU/CUDA/XPU
-// (mode.values): run them whole on the core instead.
+// (mode.values): run them whole on the core instead. (convolution_backward too, through
+// conv_backward.cpp, which routes one oneDNN defect around.)
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   for (const char* name :
-       {"convolution", "convolution_backward", "_convolution", "_convolution.deprecated",
-        "convolution_overrideable", "convolution_backward_overrideable", "mode.values"}) {
+       {"convolution", "_convolution", "_convolution.deprecated", "convolution_overrideable",
+        "convolution_backward_overrideable", "mode.values"}) {
     m.impl(name, torch::CppFunction::makeFromBoxedFunction<&run_on_core>());
   }
 }
