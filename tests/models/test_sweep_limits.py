@@ -2,9 +2,10 @@
 machine is not a slow model), and a worker that dies is that model's failure, not the sweep's."""
 
 import os
+import sys
 import time
 
-from torch_neuronx.testing.model_zoo import sweep
+from torch_neuronx.testing.model_zoo import sweep, train_check
 
 
 def test_cpu_seconds_counts_this_process_work():
@@ -51,3 +52,39 @@ def test_starved_rows_are_not_written(tmp_path, monkeypatch):
     args = ["--models", "timm:x", "--modes", "compiled", "--results", str(results), "--no-write"]
     assert sweep.main(args) == 0
     assert not results.exists() or results.read_text() == ""
+
+
+def _dying_worker(phases: list[str]):
+    """A worker command that names `phases` of its first model, as train_check.check does,
+    then aborts like a heap corruption (SIGABRT)."""
+    lines = "".join(f"print({sweep._PHASE + p!r}, flush=True)\n" for p in phases)
+    script = lines + "import os\nos.abort()\n"
+    return lambda models, modes: [sys.executable, "-c", script]
+
+
+def test_a_crash_in_the_cpu_reference_is_cpu_error(monkeypatch):
+    # timm:fastvit_t8: CPU's own convolution backward aborts (oneDNN #6035, docs/eager.md)
+    monkeypatch.setattr(sweep, "_worker_command", _dying_worker([train_check.CPU_REFERENCE]))
+    (rows,) = list(sweep.run_chunk(["timm:x"], ("eager", "compiled"), timeout=120.0))
+    assert [r["status"] for r in rows] == ["cpu_error", "cpu_error"]
+    assert rows[0]["detail"].startswith("CPU reference crashed: worker exited with -6")
+
+
+def test_a_crash_on_the_device_fails_the_model(monkeypatch):
+    phases = [train_check.CPU_REFERENCE, train_check.DEVICE + "eager"]
+    monkeypatch.setattr(sweep, "_worker_command", _dying_worker(phases))
+    (rows,) = list(sweep.run_chunk(["timm:x"], ("eager",), timeout=120.0))
+    assert [r["status"] for r in rows] == ["fail"]
+    assert rows[0]["detail"].startswith("crash (in device eager): worker exited with -6")
+
+
+def test_check_names_its_phases_in_order():
+    import torch
+
+    def build():
+        torch.manual_seed(0)
+        return torch.nn.Linear(4, 2), {"input": torch.randn(3, 4)}
+
+    seen: list[str] = []
+    train_check.check("t:linear", build, modes=("eager",), device="cpu", phase=seen.append)
+    assert seen == [train_check.CPU_REFERENCE, train_check.DEVICE + "eager"]

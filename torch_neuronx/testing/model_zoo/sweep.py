@@ -28,15 +28,41 @@ from collections.abc import Iterator
 from torch_neuronx.testing.model_zoo import report, zoo
 
 _PREFIX = "MODEL_ZOO_RESULT "
+# The worker names each phase of a model's check before it starts it (train_check.check's
+# `phase`): a crash that kills the worker is then the CPU reference's (`cpu_error`: the model
+# is outside the sweep, as when the reference raises) or the device's (`fail`). timm's
+# fastvit_t8 aborts in CPU's own convolution backward (oneDNN #6035, docs/eager.md) and was
+# recorded as a device failure before.
+_PHASE = "MODEL_ZOO_PHASE "
 
 
 def _worker(models: list[str], modes: tuple[str, ...]) -> int:
     from torch_neuronx.testing.model_zoo import train_check
 
+    def phase(name: str) -> None:
+        print(_PHASE + name, flush=True)
+
     for model in models:
-        for outcome in train_check.check(model, zoo.builder(model), modes=modes):
+        for outcome in train_check.check(model, zoo.builder(model), modes=modes, phase=phase):
             print(_PREFIX + json.dumps(outcome.to_json()), flush=True)
     return 0
+
+
+def _worker_command(models: list[str], modes: tuple[str, ...]) -> list[str]:
+    cmd = [sys.executable, "-m", "torch_neuronx.testing.model_zoo", "--worker"]
+    return cmd + [",".join(models), "--modes", ",".join(modes)]
+
+
+def _crash_rows(model: str, modes, done: set[str], phase: str | None, why: str) -> list[dict]:
+    """The rows of the modes of `model` a dead worker did not report, by the phase it died in:
+    the CPU reference's crash makes every mode `cpu_error`; any other is the modes' failure."""
+    from torch_neuronx.testing.model_zoo import train_check
+
+    left = [m for m in modes if m not in done]
+    if phase == train_check.CPU_REFERENCE:
+        return _failed(model, left, "cpu_error", f"CPU reference crashed: {why}")
+    where = f" (in {phase})" if phase else ""
+    return _failed(model, left, "fail", f"crash{where}: {why}")
 
 
 def _failed(model: str, modes, status: str, why: str) -> list[dict]:
@@ -94,8 +120,8 @@ def run_chunk(models: list[str], modes: tuple[str, ...], timeout: float) -> Iter
     `timeout` wall seconds gets failure rows."""
     pending = list(models)
     while pending:
-        cmd = [sys.executable, "-m", "torch_neuronx.testing.model_zoo", "--worker"]
-        cmd += [",".join(pending), "--modes", ",".join(modes)]
+        cmd = _worker_command(pending, modes)
+        phase: str | None = None  # the phase of the pending model the worker last named
         with tempfile.TemporaryFile("w+") as err:  # a file: a full pipe would block the worker
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True)
             sel = selectors.DefaultSelector()
@@ -128,16 +154,19 @@ def run_chunk(models: list[str], modes: tuple[str, ...], timeout: float) -> Iter
                     tail = (err.read().strip().splitlines() or [""])[-1][:300]
                     model = pending.pop(0)
                     done = {r["mode"] for r in rows}
-                    why = f"crash: worker exited with {proc.returncode}: {tail}"
-                    yield rows + _failed(model, [m for m in modes if m not in done], "fail", why)
+                    why = f"worker exited with {proc.returncode}: {tail}"
+                    yield rows + _crash_rows(model, modes, done, phase, why)
                     break
+                if line.startswith(_PHASE):
+                    phase = line[len(_PHASE) :].strip()
+                    continue
                 if not line.startswith(_PREFIX):
                     continue
                 rows.append(json.loads(line[len(_PREFIX) :]))
                 if len(rows) == len(modes):
                     pending.pop(0)
                     yield rows
-                    rows = []
+                    rows, phase = [], None
                     started, cpu0, idle0 = time.monotonic(), _cpu_seconds(proc.pid), _idle_seconds()
             else:
                 proc.wait()

@@ -61,8 +61,8 @@ MULTIPLIER = 3.0
 @dataclass
 class Outcome:
     """One model in one mode. `status`: ``pass``, ``fail`` (a mismatch or a device error),
-    or ``cpu_error`` (the reference itself failed or is not finite: the model is outside
-    the sweep)."""
+    or ``cpu_error`` (the reference itself failed, crashed its process -- sweep.py tells by
+    the phase -- or is not finite: the model is outside the sweep)."""
 
     model: str
     mode: str  # "eager" or "compiled"
@@ -263,14 +263,24 @@ def _error(exc: BaseException) -> str:
     return head
 
 
+#: the phases `check` names to its `phase` callback before it starts each (the sweep's worker
+#: prints them, so a crash that kills it is attributed: sweep.py); a device phase is
+#: DEVICE + mode
+CPU_REFERENCE, DEVICE, CPU_JUDGE = "cpu reference", "device ", "cpu judge "
+
+
 def check(
     name: str,
     build: Callable[[], tuple[torch.nn.Module, dict[str, torch.Tensor]]],
     modes: tuple[str, ...] = ("eager", "compiled"),
     device: str = "neuron",
+    phase: Callable[[str], None] = lambda _: None,
 ) -> list[Outcome]:
     """Trains `build()`'s model on CPU, then on `device` in each of `modes`; one Outcome per
-    mode. `build` returns a seeded CPU model and a CPU batch."""
+    mode. `build` returns a seeded CPU model and a CPU batch. `phase` is told each phase
+    before it starts (CPU_REFERENCE, DEVICE + mode, CPU_JUDGE + mode: the float64 and CPU
+    Inductor references that judge a failed mode)."""
+    phase(CPU_REFERENCE)
     try:
         model, batch = build()
         fresh = copy.deepcopy(model)  # the initial weights, before the reference trains
@@ -284,8 +294,10 @@ def check(
     outcomes = []
     ref64: list = []  # computed once, when a mode first needs it
     for mode in modes:
+        phase(DEVICE + mode)
         outcome = _check_mode(name, mode, fresh, batch, kwargs, ref, device)
         if outcome.status == "fail" and outcome.dev is not None:
+            phase(CPU_JUDGE + mode)
             if not ref64:
                 ref64.append(_train_fp64(fresh, batch, kwargs))
             if ref64[0] is not None:
