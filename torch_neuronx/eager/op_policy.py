@@ -139,7 +139,9 @@ _NATIVE_GROUPS: list[tuple[str, Engine, str]] = [
         upsample_nearest2d_backward upsample_nearest3d_backward upsample_linear1d_backward
         upsample_bilinear2d_backward upsample_trilinear3d_backward upsample_bicubic2d_backward
         _upsample_nearest_exact1d_backward _upsample_nearest_exact2d_backward
-        _upsample_nearest_exact3d_backward""",
+        _upsample_nearest_exact3d_backward _upsample_bilinear2d_aa _upsample_bicubic2d_aa
+        _upsample_bilinear2d_aa_backward _upsample_bicubic2d_aa_backward _upsample_lanczos2d_aa
+        _upsample_lanczos2d_aa_backward""",
     ),
     ("convolution and pooling", Engine.dma, "im2col col2im"),  # patch rearrangement: data movement
     # Random bits and the dropout mask multiply are element-wise work.
