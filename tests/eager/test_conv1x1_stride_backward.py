@@ -55,8 +55,9 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("mode", ["eager", "compiled"])
+# compiled under one thread is left out: its heap corruption does not show reliably (it passed
+# before the fix), and each compiled case costs a compile in a fresh interpreter
+@pytest.mark.parametrize("mode,threads", [("eager", 1), ("eager", 2), ("compiled", 2)])
 def test_strided_1x1_conv_backward_channels_last_is_right(mode, threads, tmp_path):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), ONEDNN_MAX_CPU_ISA="AVX2")
     try:
