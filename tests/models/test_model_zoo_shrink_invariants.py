@@ -168,3 +168,14 @@ def test_feature_sizes_follow_the_backbone_image():
     vision = shrunk("sam2_vision_model")
     side = vision.backbone_config.image_size[0]
     assert vision.backbone_feature_sizes == [[side // 4] * 2, [side // 8] * 2, [side // 16] * 2]
+
+
+def test_mrope_sections_are_the_code_defaults_scaled():
+    # Ernie 4.5 VL's config leaves `mrope_section` out and its rotary embedding defaults to
+    # [22, 22, 20] (height, width, time), stacking the height and width sections pairwise:
+    # they must stay equal (the 2:3:3 shares gave [2, 3, 3]: "stack expects each tensor to be
+    # equal size")
+    text = shrunk("ernie4_5_vl_moe").text_config
+    section = text.rope_parameters["mrope_section"]
+    assert section == [3, 3, 2]
+    assert sum(section) == text.hidden_size // text.num_attention_heads // 2

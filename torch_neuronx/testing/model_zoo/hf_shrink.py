@@ -769,21 +769,23 @@ def _fit_mrope(merged: dict, config_cls) -> None:
     """Multimodal RoPE splits the rotary frequencies (head_dim x partial_rotary_factor / 2)
     into sections (Qwen2-VL's `mrope_section`, e.g. [24, 20, 20] of 64): scaled to the shrunk
     head_dim, largest remainders first. A model whose config class declares the key but whose
-    config leaves it out (its modeling code defaults to [16, 24, 24] of 64) gets one of the
-    default's shares, `MROPE_SHARES`."""
+    config leaves it out gets the sections its modeling code defaults to, scaled (Ernie 4.5
+    VL's [22, 22, 20] -> [3, 3, 2]: its height and width sections are stacked pairwise, so
+    they must stay equal), or where the code names none, `MROPE_SHARES`."""
     rope = merged.get("rope_parameters")
     if not isinstance(rope, dict):
         return
     section = rope.get("mrope_section")
+    coded = _code_defaults_mrope(config_cls) if not section and rope else None
     if (
         not section
         and rope
         and (
             "mrope_section" in getattr(config_cls, "ignore_keys_at_rope_validation", ())
-            or (rope.get("rope_type") == "default" and _code_defaults_mrope(config_cls))
+            or (rope.get("rope_type") == "default" and coded is not None)
         )
     ):
-        section = list(MROPE_SHARES)
+        section = list(coded or MROPE_SHARES)
     head_dim = merged.get("head_dim")
     if not isinstance(head_dim, int):
         heads = merged.get("num_attention_heads")
@@ -804,10 +806,12 @@ def _fit_mrope(merged: dict, config_cls) -> None:
     merged["rope_parameters"] = {**rope, "mrope_section": fitted}
 
 
-def _code_defaults_mrope(config_cls) -> bool:
-    """Whether the modeling code beside the config class reads multimodal RoPE sections with a
-    default of its own where the config has none (PaddleOCR-VL's text model:
-    `rope_parameters.get("mrope_section", [16, 24, 24])`, its config class silent on them)."""
+def _code_defaults_mrope(config_cls) -> list[int] | None:
+    """The multimodal RoPE sections the modeling code beside the config class defaults to
+    where the config has none (PaddleOCR-VL's text model: `rope_parameters.get(
+    "mrope_section", [16, 24, 24])`, its config class silent on them); None where it reads
+    no such default."""
+    import ast
     import importlib
     import sys
 
@@ -815,8 +819,16 @@ def _code_defaults_mrope(config_cls) -> bool:
     try:
         source = inspect.getsource(sys.modules.get(module) or importlib.import_module(module))
     except Exception:  # noqa: BLE001 - no modeling module beside it: no such default
-        return False
-    return re.search(r"""\.get\(\s*["']mrope_section["']\s*,\s*\[""", source) is not None
+        return None
+    found = re.search(r"""\.get\(\s*["']mrope_section["']\s*,\s*(\[[^\]]*\])""", source)
+    if found is None:
+        return None
+    try:
+        section = ast.literal_eval(found.group(1))
+    except (ValueError, SyntaxError):
+        return []  # a default that is not a literal: the shares
+    ok = section and all(isinstance(v, int) and v > 0 for v in section)
+    return list(section) if ok else []
 
 
 def _fit_layer_ids(default, kw: dict[str, Any], new_layers: int | None) -> None:
