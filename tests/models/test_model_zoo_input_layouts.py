@@ -188,3 +188,15 @@ def test_an_audio_led_encoder_gets_the_video_it_fuses():
     model, _, batch = _batch("pe_audio_video_encoder")
     assert {"input_values", "pixel_values_videos"} <= set(batch)
     _runs(model, batch)
+
+
+def test_an_inherited_main_input_the_forward_lacks_gives_way_to_its_own():
+    # SAM 3 Lite's text encoder inherits `main_input_name` "pixel_values" from the
+    # segmentation model; its forward takes input_ids, none of them required
+    from torch_neuronx.testing.model_zoo import hf_models
+
+    model, config = hf_models.build("sam3_lite_text_text_model")
+    batch = hf_models.inputs(model, config)
+    assert list(batch)[0] == "input_ids" and "pixel_values" not in batch
+    with torch.no_grad():
+        assert model(**batch).last_hidden_state.shape[:2] == batch["input_ids"].shape

@@ -88,6 +88,11 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
     grids = [n for n in required if n.endswith("grid_thw")]
     if main not in params and required:
         main = required[0]  # an inherited main_input_name the forward does not take (Q-Former)
+    elif main not in params:
+        # ... and no input required: its first token or modality input (SAM 3 Lite's text
+        # encoder inherits the pixels of the segmentation model, its forward takes input_ids)
+        named = [n for n in params if n.endswith("input_ids") or n in _MODALITIES]
+        main = named[0] if named else main
     wanted = grids + [main] + [n for n in required if n != main]
     if main == "input_ids" or "input_ids" in required:
         wanted += [m for m in _MODALITIES if m in params and _side_by_side(config, m)]
