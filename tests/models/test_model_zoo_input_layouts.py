@@ -200,3 +200,16 @@ def test_an_inherited_main_input_the_forward_lacks_gives_way_to_its_own():
     assert list(batch)[0] == "input_ids" and "pixel_values" not in batch
     with torch.no_grad():
         assert model(**batch).last_hidden_state.shape[:2] == batch["input_ids"].shape
+
+
+def test_an_image_and_its_prompt_image_fill_the_canvas_in_height():
+    # SegGPT concatenates prompt_pixel_values and pixel_values in height into its image_size
+    from torch_neuronx.testing.model_zoo import hf_models
+
+    model, config = hf_models.build("seggpt")
+    batch = hf_models.inputs(model, config)
+    height, width = config.image_size
+    for name in ("pixel_values", "prompt_pixel_values", "prompt_masks"):
+        assert tuple(batch[name].shape[-2:]) == (height // 2, width)
+    with torch.no_grad():
+        model(**batch)

@@ -179,3 +179,9 @@ def test_mrope_sections_are_the_code_defaults_scaled():
     section = text.rope_parameters["mrope_section"]
     assert section == [3, 3, 2]
     assert sum(section) == text.hidden_size // text.num_attention_heads // 2
+
+
+def test_an_image_whose_sides_are_whole_multiples_keeps_its_ratio():
+    # SegGPT's canvas is its prompt and its image stacked in height: 896 x 448 (it stayed)
+    assert list(shrunk("seggpt").image_size) == [64, 32]
+    assert list(shrunk("yolos").image_size) == [512, 864]  # no whole ratio: left alone

@@ -258,7 +258,15 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
     if name == "pixel_values" and "pixel_position_ids" in _params(model):
         return _positioned_patches(config, g)
     if name in ("pixel_values", "pixel_values_videos") or name.endswith("_pixel_values"):
-        return _pixels(config, g, name)  # (and a prompt image beside the input: SegGPT's)
+        pixels = _pixels(config, g, name)  # (and a prompt image beside the input: SegGPT's)
+        if name in ("pixel_values", "prompt_pixel_values") and "prompt_pixel_values" in _params(
+            model
+        ):
+            # an image and its prompt image, stacked in height into the config's image by the
+            # model (SegGPT's in-context canvas, 896 x 448 of two 448 px images): each half
+            # as tall
+            pixels[name] = pixels[name][..., : pixels[name].shape[-2] // 2, :].contiguous()
+        return pixels
     if name.endswith("_attention_mask") and f"{name[: -len('_attention_mask')]}_input_ids" in batch:
         # the padding mask of a second token input (OmDet-Turbo's classes_input_ids): all kept
         ids = batch[f"{name[: -len('_attention_mask')]}_input_ids"]

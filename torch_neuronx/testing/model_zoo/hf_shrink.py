@@ -393,6 +393,15 @@ def _square(value) -> bool:
     )
 
 
+def _whole_ratio(value) -> bool:
+    return (
+        isinstance(value, list | tuple)
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
+        and max(value) % min(value) == 0
+    )
+
+
 def _fit_stage_widths(default, kw: dict[str, Any]) -> None:
     """Per-stage widths (`*_per_stage`: SAM 2's Hiera `embed_dim_per_stage` [96, ..., 768])
     whose first stage is the model's `hidden_size` are scaled with it, so the stem's width
@@ -570,6 +579,11 @@ def shrink_kwargs(
             kw[name] = size
         elif name == "image_size" and _square(value) and value[0] > size:
             kw[name] = [size] * len(value)  # a square image given as a list (SAM 2's 1024 px)
+        elif name == "image_size" and _whole_ratio(value) and min(value) > size:
+            # a (height, width) image whose sides are whole multiples of its smaller one
+            # (SegGPT's prompt and image stacked in height, 896 x 448): the smaller side
+            # shrunk, the ratio kept (64 x 32)
+            kw[name] = [v // min(value) * size for v in value]
     arch = get(default, "architecture")
     if isinstance(arch, str) and re.search(r"_patch\d+", arch) and "model_args" in accepted:
         if get(default, "model_args") is None and _settable(config_cls, "model_args"):
