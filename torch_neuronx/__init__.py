@@ -46,6 +46,7 @@ def _install() -> None:
     from torch_neuronx.eager import (
         autograd_threads,
         conv_backend,
+        group_norm_autograd,
         int_histc,
         op_policy,
         rnn_cells,
@@ -58,6 +59,7 @@ def _install() -> None:
     unsupported_features.install()
     conv_backend.install()
     rnn_cells.install()
+    group_norm_autograd.install()  # GroupNorm's gradients in CPU's memory format
     int_histc.install()  # integer torch.histc, as CUDA has it (MoE token counts)
     compile_inputs.install()
     autograd_threads.install()
