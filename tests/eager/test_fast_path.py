@@ -164,6 +164,20 @@ CASES = [
     ),
     ("sum bf16", lambda a: a.sum(-1), (r(8, 300, dtype=torch.bfloat16),), True),
     ("sum f16 large", lambda a: a.sum(0), (r(1000, 33, dtype=torch.float16),), True),
+    # two reduced dims the iterator cannot merge: CPU accumulates in a float32 buffer, but
+    # only for CPU tensors (fast_ops.cpp, cpu_buffers_reduced_sum): the generic path
+    (
+        "sum bf16 sliced 2 dims",
+        lambda a: a.sum((0, 2)),
+        (r(50, 4, 60, dtype=torch.bfloat16)[:, :, ::2],),
+        False,
+    ),
+    (
+        "sum f16 sliced 2 dims",
+        lambda a: a.sum((0, 2)),
+        (r(50, 4, 60, dtype=torch.float16)[:, :, ::2],),
+        False,
+    ),
     ("silu bf16", F.silu, (r(64, 33, dtype=torch.bfloat16),), True),
     (
         "mul bf16 large",

@@ -90,14 +90,15 @@ def test_first_order_grads_are_cpus(fmt, dtype, affine):
     _assert_same(_grads("cpu", x, go, w, b, 4), _grads(DEVICE, x, go, w, b, 4))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
 @pytest.mark.parametrize("affine", [True, False], ids=["affine", "no_affine"])
 @pytest.mark.parametrize("fmt", list(_FORMATS))
-def test_double_backward_is_cpus(fmt, affine):
+def test_double_backward_is_cpus(fmt, affine, dtype):
     """create_graph=True takes CPU's infinitely differentiable formula: first- and
-    second-order gradients equal CPU's in float32. (bfloat16 is left out: the second order
-    sums a channels_last bfloat16 product, and the fast path's bfloat16 ``sum.dim_IntList``
-    on such strides differs from CPU's; docs/eager.md.)"""
-    x, go, w, b = _inputs(fmt, torch.float32, affine)
+    second-order gradients equal CPU's. (In bfloat16 the second order sums a channels_last
+    product over two reduced dims, which CPU accumulates in float32: the fast path's sum
+    hands such sums to the generic path; fast_ops.cpp, cpu_buffers_reduced_sum.)"""
+    x, go, w, b = _inputs(fmt, dtype, affine)
     _assert_same(_grads("cpu", x, go, w, b, 4, True), _grads(DEVICE, x, go, w, b, 4, True))
 
 

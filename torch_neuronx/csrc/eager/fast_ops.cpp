@@ -30,6 +30,7 @@
 #include <ATen/native/Fill.h>
 #include <ATen/native/Pow.h>
 #include <ATen/native/ReduceOps.h>
+#include <ATen/native/ReduceOpsUtils.h>
 #include <ATen/native/TensorCompare.h>
 #include <ATen/native/UnaryOps.h>
 #include <ATen/ops/_log_softmax_backward_data_native.h>
@@ -199,11 +200,32 @@ at::Tensor& zero_(at::Tensor& self) {
   return at::native::fill_(self, 0);
 }
 
+// CPU's sum_out accumulates a bfloat16/float16 sum in a float32 buffer where its reduction
+// loop would otherwise add across two reduced dims in the reduced type (the iterator's first
+// two output strides 0: `should_use_acc_buffer`,
+// https://github.com/pytorch/pytorch/blob/v2.13.0/aten/src/ATen/native/ReduceOps.cpp, and
+// https://github.com/pytorch/pytorch/issues/83149) -- but only where the tensor's device is
+// CPU, so CPU's kernel run on neuron tensors skipped the buffer (a bf16 sum over a sliced
+// input was 0.5 off CPU). Such sums take the generic path, which runs CPU's kernel on CPU
+// views. The iterator is built on meta tensors of the same geometry: the same test, no data.
+bool cpu_buffers_reduced_sum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
+  if (!at::isReducedFloatingType(self.scalar_type())) return false;
+  const auto meta_self =
+      at::empty_strided(self.sizes(), self.strides(), self.options().device(at::kMeta));
+  const auto meta_out = at::sum(meta_self, dim, keepdim);
+  auto iter = at::meta::make_reduction_from_out_ty(meta_self, meta_out, dim, keepdim,
+                                                   meta_out.scalar_type());
+  if (iter.numel() == 0 || iter.noutputs() != 1 || iter.ndim() < 2) return false;
+  const auto out_strides = iter.strides(0);
+  return out_strides[0] == 0 && out_strides[1] == 0;
+}
+
 at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                    std::optional<at::ScalarType> dtype) {
   NEURON_FAST_OP(op, "aten::sum", "dim_IntList");
   // An explicit dtype asks for another accumulation type: the generic path decides it.
-  const int d = dtype.has_value() ? -1 : eligible_device(op, self);
+  int d = dtype.has_value() ? -1 : eligible_device(op, self);
+  if (d >= 0 && cpu_buffers_reduced_sum(self, dim, keepdim)) d = -1;
   if (d < 0) {
     auto dim_iv = dim.has_value() ? c10::IValue(dim->vec()) : c10::IValue();
     return generic(op, self, dim_iv, keepdim, dtype).toTensor();
