@@ -639,6 +639,26 @@ def test_reduced_precision_float32_matmul_takes_the_generic_path():
             torch.set_float32_matmul_precision(before)
 
 
+@pytest.mark.parametrize("precision", ["bf16", "tf32"])
+def test_onednn_float32_matmul_precision_takes_the_generic_path(precision):
+    # torch.backends.mkldnn.matmul.fp32_precision is what CPU's float32 matmul reads; the fast
+    # path asked float32MatmulPrecision(), which throws once the per-backend API is used alone
+    # (a neuron mm raised where CPU's ran, on both paths)
+    a, b, c = r(16, 32), r(32, 8), r(8)
+    before = torch.backends.mkldnn.matmul.fp32_precision
+    try:
+        torch.backends.mkldnn.matmul.fp32_precision = precision
+        for on in (True, False):
+            with fast_path(on):
+                n = _C._eager_fast_path_calls()
+                _same(torch.mm(a, b), torch.mm(_to(a, "neuron"), _to(b, "neuron")), "mm")
+                out = torch.addmm(_to(c, "neuron"), _to(a, "neuron"), _to(b, "neuron"))
+                _same(torch.addmm(c, a, b), out, "addmm")
+                assert _C._eager_fast_path_calls() == n  # CPU's own choice of kernel
+    finally:
+        torch.backends.mkldnn.matmul.fp32_precision = before
+
+
 def test_device_copy_keeps_cpus_overlap_check_and_skips_self_copies():
     for on in (True, False):
         with fast_path(on):

@@ -118,11 +118,17 @@ at::Tensor threshold_backward(const at::Tensor& grad, const at::Tensor& self,
   return structured<structured_threshold_backward_out, 2>(op, grad, self, threshold);
 }
 // CPU's matmul may pick oneDNN for CPU tensors (bf16/fp16 on CPUs with those instructions,
-// reduced-precision float32 under torch.set_float32_matmul_precision), which a neuron tensor
-// would not get: only full-precision float32 matmuls take the fast path.
+// reduced-precision float32), which a neuron tensor would not get: only full-precision float32
+// matmuls take the fast path. The precision asked is the one CPU's float32 matmul itself reads,
+// oneDNN's matmul entry (torch.backends.mkldnn.matmul.fp32_precision, or the generic setting,
+// or set_float32_matmul_precision, which writes it): float32MatmulPrecision() would throw
+// where the legacy and the per-backend APIs were mixed (mkldnn.matmul.fp32_precision = "bf16"
+// alone), on both paths, while CPU's matmul runs.
 bool plain_float32_matmul(const at::Tensor& t) {
-  return t.scalar_type() == at::kFloat &&
-         at::globalContext().float32MatmulPrecision() == at::Float32MatmulPrecision::HIGHEST;
+  if (t.scalar_type() != at::kFloat) return false;
+  const auto p =
+      at::globalContext().float32Precision(at::Float32Backend::MKLDNN, at::Float32Op::MATMUL);
+  return p == at::Float32Precision::IEEE || p == at::Float32Precision::NONE;
 }
 at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2) {
   NEURON_FAST_OP(op, "aten::mm", "");
