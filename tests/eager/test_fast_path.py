@@ -54,6 +54,8 @@ def _same(c: torch.Tensor, n: torch.Tensor, what: str) -> None:
     n = n.cpu()
     assert torch.equal(c.isnan(), n.isnan()), what
     assert torch.equal(torch.nan_to_num(c, nan=0.0), torch.nan_to_num(n, nan=0.0)), what
+    if c.is_floating_point():  # torch.equal takes -0.0 for +0.0: the sign bits too
+        assert torch.equal(c.signbit() & ~c.isnan(), n.signbit() & ~n.isnan()), what
 
 
 def _run(fn, args, on: bool):
@@ -162,6 +164,13 @@ CASES = [
         ),
         False,
     ),
+    (
+        "mul signed zeros",
+        torch.mul,
+        (torch.tensor([0.0, -0.0, 1.0, -1.0]), torch.tensor([-1.0, 1.0, -0.0, 0.0])),
+        True,
+    ),
+    ("neg zeros", torch.neg, (torch.zeros(3, 4),), True),
     ("sum bf16", lambda a: a.sum(-1), (r(8, 300, dtype=torch.bfloat16),), True),
     ("sum f16 large", lambda a: a.sum(0), (r(1000, 33, dtype=torch.float16),), True),
     # two reduced dims the iterator cannot merge: CPU accumulates in a float32 buffer, but
