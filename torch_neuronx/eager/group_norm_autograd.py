@@ -154,8 +154,13 @@ def _has_tangent(t: torch.Tensor | None) -> bool:
 
 
 def _native_group_norm(input, weight, bias, N, C, HxW, group, eps):
-    if torch._C._are_functorch_transforms_active() or any(
-        _has_tangent(t) for t in (input, weight, bias)
+    # a contiguous input: the formula's two branches are the same (gradient and input both
+    # contiguous), and PyTorch's own C++ kernel costs less than the autograd.Function below
+    # (measured on a GroupNorm(4, 32) step at 8x32x8x8: 1.5x CPU's time against 2.5x)
+    if (
+        input.is_contiguous()
+        or torch._C._are_functorch_transforms_active()
+        or any(_has_tangent(t) for t in (input, weight, bias))
     ):
         return _generic_autograd(input, weight, bias, N, C, HxW, group, eps)
     if torch.is_grad_enabled() and any(
