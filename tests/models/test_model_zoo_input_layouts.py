@@ -213,3 +213,34 @@ def test_an_image_and_its_prompt_image_fill_the_canvas_in_height():
         assert tuple(batch[name].shape[-2:]) == (height // 2, width)
     with torch.no_grad():
         model(**batch)
+
+
+def test_an_image_processor_that_returns_a_tensor_gives_its_shape():
+    # Idefics's image processor returns the pixels as a tensor, not a BatchFeature: its shape
+    # read inside the `try` (it raised IndexError out of the harness)
+    from torch_neuronx.testing.model_zoo import hf_inputs, zoo
+
+    zoo.torchvision_shim.install()
+    from transformers import AutoConfig
+
+    config = AutoConfig.for_model("idefics")
+    assert hf_inputs._image_processor_shape(config) == (1, 3, 224, 224)
+    assert hf_inputs._image_processor_shape(config, pairs=True) is None
+
+
+def test_images_grouped_per_prompt_with_their_token_mask():
+    # Idefics reads `batch_size, num_images = pixel_values.shape[:2]` and crosses each token
+    # with each image through image_attention_mask (batch, text_seq, num_images)
+    model, _, batch = _batch("idefics")
+    assert batch["pixel_values"].ndim == 5 and batch["pixel_values"].shape[:2] == (2, 1)
+    assert tuple(batch["image_attention_mask"].shape) == (*batch["input_ids"].shape, 1)
+    _runs(model, batch)
+
+
+def test_documented_counts_are_integer_ones():
+    # OmDet-Turbo's `classes_structure` (LongTensor (batch_size): "the number of classes for
+    # each task"): one class per task, as the batch holds one class row per sample
+    _, _, batch = _batch("omdet-turbo")
+    structure = batch["classes_structure"]
+    assert structure.dtype == torch.long and structure.tolist() == [1, 1]
+    assert structure.sum() == batch["classes_input_ids"].shape[0]

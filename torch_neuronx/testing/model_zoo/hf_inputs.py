@@ -52,6 +52,13 @@ _MODALITY_TOKENS = {
 }
 # A region-based vision-language model's detected regions (LXMERT): input -> its width
 _REGIONS = {"visual_feats": "visual_feat_dim", "visual_pos": "visual_pos_dim"}
+# Models that take each prompt's images grouped, (batch, images, C, H, W), with a per-token
+# cross-attention mask over them, and whose code or docs give no general sign of it (a table,
+# for want of one): Idefics reads `batch_size, num_images = pixel_values.shape[:2]` and its
+# `image_attention_mask` as (batch, text_seq, num_images); its image processor gives the images
+# flat (images, C, H, W), and only the multimodal processor (a tokenizer: not here) groups them.
+# One image per prompt, every token attending to it.
+_GROUPED_IMAGES = {"idefics"}
 # A decision transformer's trajectory: (name, config attribute of its width, or 1)
 _TRAJECTORY = (("states", "state_dim"), ("actions", "act_dim"), ("returns_to_go", None))
 
@@ -110,6 +117,8 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
         wanted += [n for n in ("actions", "returns_to_go", "timesteps") if n in params]
     if "bbox" in params:
         wanted.append("bbox")
+    if _grouped_images(config) and "image_attention_mask" in params and "pixel_values" in wanted:
+        wanted.append("image_attention_mask")  # each text token's images (`_GROUPED_IMAGES`)
     if "noise" in params and "pixel_values" in wanted:
         wanted.append("noise")  # ViTMAE's random masking, drawn here once for both devices
     if "input_ids" in wanted and "visual_feats" in params:
@@ -222,6 +231,16 @@ def _documented_shape(model, name: str, brackets: bool = False) -> list[str]:
     return [d.strip() for d in found.group(1).split(",")] if found else []
 
 
+def _documented_counts(model, name: str) -> bool:
+    """Whether the forward's docstring gives input `name` as an integer tensor (`LongTensor`)
+    of the number of something ("... indicates the number of classes for each task")."""
+    doc = getattr(model.forward, "__doc__", None) or ""
+    found = re.search(
+        rf"(?m)^(\s*){re.escape(name)} \(([^)]*?)of shape[^\n]*\n((?:\1\s+\S[^\n]*\n?)*)", doc
+    )
+    return bool(found) and "LongTensor" in found.group(2) and "number of" in found.group(3)
+
+
 def _product(config, dim: str) -> int | None:
     """A documented dim that is a product of config sizes and list lengths ("dim *
     len(config.target_layer_ids)"), evaluated; None where it is not one (a single name is
@@ -267,6 +286,10 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
             # as tall
             pixels[name] = pixels[name][..., : pixels[name].shape[-2] // 2, :].contiguous()
         return pixels
+    if name == "image_attention_mask" and _grouped_images(config) and "pixel_values" in batch:
+        # (batch, text_seq, images): every token attends to every image of its prompt
+        rows, length = batch["input_ids"].shape if "input_ids" in batch else (BATCH, SEQ)
+        return {name: torch.ones(rows, length, batch["pixel_values"].shape[1], dtype=torch.long)}
     if name.endswith("_attention_mask") and f"{name[: -len('_attention_mask')]}_input_ids" in batch:
         # the padding mask of a second token input (OmDet-Turbo's classes_input_ids): all kept
         ids = batch[f"{name[: -len('_attention_mask')]}_input_ids"]
@@ -349,6 +372,10 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
         merge = config_value(config, "spatial_merge_size") or 1
         return {name: torch.full((batch["grid_thw"].shape[0],), merge, dtype=torch.long)}
     shape = _shape_from_doc(model, config, name, batch)
+    if shape is not None and _documented_counts(model, name):
+        # integer counts per sample (OmDet-Turbo's `classes_structure`, "the number of classes
+        # for each task"): one each, as every other input holds one row per sample
+        return {name: torch.ones(shape, dtype=torch.long)}
     if shape is not None:
         return {name: torch.randn(*shape, generator=g)}
     raise ValueError(f"no synthetic input for {name!r} (forward of {type(model).__name__})")
@@ -573,12 +600,20 @@ def _image_processor_shape(config, pairs: bool = False) -> tuple[int, ...] | Non
         for images in ([image], [[image, image]]):
             try:
                 out = cls()(images, return_tensors="pt")
+                # the pixels of its BatchFeature, or the tensor itself where the processor
+                # returns one (Idefics's): read inside the `try`, as any other processor fault
+                shape = tuple((out if isinstance(out, torch.Tensor) else out["pixel_values"]).shape)
             except Exception:  # noqa: BLE001 - refused (a pair wanted) or cannot run here
                 continue
             if pairs == (len(images[0]) == 2 and not isinstance(images[0], np.ndarray)):
-                return tuple(out["pixel_values"].shape)
+                return shape
             return None
     return None
+
+
+def _grouped_images(config) -> bool:
+    """Whether the model takes each prompt's images grouped (`_GROUPED_IMAGES`)."""
+    return getattr(config, "model_type", None) in _GROUPED_IMAGES
 
 
 def _video_only(config) -> bool:
@@ -638,6 +673,8 @@ def _pixels(config, g: torch.Generator, name: str = "pixel_values") -> dict[str,
     frames = config_value(config, "num_frames") or config_value(config, "frames_per_clip")
     if name.endswith("_videos") or isinstance(frames, int) or _video_only(config):
         shape = (BATCH, frames or _FRAMES, channels, height, width)
+    elif name == "pixel_values" and _grouped_images(config):
+        shape = (BATCH, 1, channels, height, width)  # one image per prompt (`_GROUPED_IMAGES`)
     else:
         shape = (BATCH, channels, height, width)
         processed = _image_processor_shape(config, pairs=True) if name == "pixel_values" else None
