@@ -244,3 +244,14 @@ def test_documented_counts_are_integer_ones():
     structure = batch["classes_structure"]
     assert structure.dtype == torch.long and structure.tolist() == [1, 1]
     assert structure.sum() == batch["classes_input_ids"].shape[0]
+
+
+def test_navit_packed_patches_with_their_grids():
+    # MiniCPM-V's vision tower takes `target_sizes` (each image's patch grid) and all images'
+    # patches in one sequence, (1, C, patch, patches x patch), as its image processor packs them
+    model, config, batch = _batch("minicpm_ocr_vision")
+    sizes, pixels = batch["target_sizes"], batch["pixel_values"]
+    assert sizes.dtype == torch.int32 and tuple(sizes.shape) == (2, 2)
+    patch = config.patch_size
+    assert tuple(pixels.shape) == (1, 3, patch, int(sizes.prod(-1).sum()) * patch)
+    _runs(model, batch)

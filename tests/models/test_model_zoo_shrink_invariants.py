@@ -212,3 +212,13 @@ def test_a_size_a_model_keeps_by_name():
     # its decoder would skip `task_project` it calls)
     config = shrunk("omdet-turbo")
     assert config.d_model == 256 and config.class_embed_dim != config.decoder_hidden_dim
+
+
+def test_a_layer_index_maps_onto_the_shrunk_stack():
+    # MiniCPM-V's insert_layer_id 6 of 12 (its window merger runs after that layer): at its
+    # relative depth in the shrunk stack, in the vision config and the composite's own copy
+    vision = shrunk("minicpm_ocr_vision")
+    assert vision.insert_layer_id == 6 * vision.num_hidden_layers // 12
+    composite = shrunk("minicpm_ocr")
+    assert composite.insert_layer_id == composite.vision_config.insert_layer_id
+    assert composite.insert_layer_id < composite.vision_config.num_hidden_layers

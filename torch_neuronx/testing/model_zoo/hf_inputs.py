@@ -276,6 +276,8 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
         return _naflex(config, g)
     if name == "pixel_values" and "pixel_position_ids" in _params(model):
         return _positioned_patches(config, g)
+    if name == "pixel_values" and "target_sizes" in _params(model):
+        return _packed_patches(config, g)
     if name in ("pixel_values", "pixel_values_videos") or name.endswith("_pixel_values"):
         pixels = _pixels(config, g, name)  # (and a prompt image beside the input: SegGPT's)
         if name in ("pixel_values", "prompt_pixel_values") and "prompt_pixel_values" in _params(
@@ -715,6 +717,28 @@ def _positioned_patches(config, g) -> dict[str, torch.Tensor]:
     return {
         "pixel_values": torch.randn(BATCH, side * side, channels * patch * patch, generator=g),
         "pixel_position_ids": positions.expand(BATCH, -1, -1).clone(),
+    }
+
+
+def _packed_patches(config, g) -> dict[str, torch.Tensor]:
+    """A NaViT-style packed input, where the forward takes each image's patch grid as
+    `target_sizes` (MiniCPM-V's vision towers): the patches of all images in one sequence, as
+    their image processor packs them, (1, channels, patch, patches x patch) (each image's
+    patches side by side in width, the model's patch conv cutting them apart again), and
+    `target_sizes` (images, 2) the (h, w) grid of each, int32: one image per batch row, its
+    grid the shrunk image's, at least 2 and a multiple of the window merger's kernel
+    (`window_kernel_size`, which refuses a grid it does not divide)."""
+    patch = config_value(config, "patch_size") or 14
+    patch = patch[0] if isinstance(patch, list | tuple) else patch
+    channels = config_value(config, "num_channels") or 3
+    kernel = config_value(config, "window_kernel_size") or 1
+    kernel = max(kernel) if isinstance(kernel, list | tuple) else kernel
+    size = config_value(config, "image_size") or hf_shrink.SIZES["image_size"]
+    side = max(2, (size[0] if isinstance(size, list | tuple) else size) // patch)
+    side = -(-side // kernel) * kernel
+    return {
+        "pixel_values": torch.randn(1, channels, patch, BATCH * side * side * patch, generator=g),
+        "target_sizes": torch.tensor([[side, side]] * BATCH, dtype=torch.int32),
     }
 
 

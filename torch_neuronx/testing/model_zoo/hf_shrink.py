@@ -680,6 +680,7 @@ def shrink_kwargs(
     _fit_tower_widths(default, kw, accepted, config_cls)
     _fit_head_parts(default, kw)
     _fit_layer_ids(default, kw, new_layers)
+    _fit_layer_index(default, kw, layers, new_layers)
     kw.update((n, v) for n, v in forced if "." not in n)
     return kw
 
@@ -918,6 +919,32 @@ def _fit_layer_ids(default, kw: dict[str, Any], new_layers: int | None) -> None:
             mapped = [i * new_count // old_count for i in ids]
             if len(set(mapped)) == len(mapped):
                 kw[name] = mapped
+
+
+def _fit_layer_index(default, kw: dict[str, Any], layers: set, new_layers: int | None) -> None:
+    """A single index into the config's own stack (`*_layer_id`: MiniCPM-V's vision
+    `insert_layer_id` 6 of 27, where its window-attention merger runs) mapped onto the shrunk
+    stack at its relative depth (-> 0 of 2): left at 6, no shrunk layer has that index and the
+    module it places never runs. (Not -1, which the models read as "none".) A composite's own
+    copy of a sub-config's index (MiniCPM-V's `insert_layer_id`, which its config writes into
+    `vision_config`) takes the sub-config's mapped one."""
+    for name, sub in list(kw.items()):
+        old_sub = get(default, name)
+        if not (is_config(sub) and is_config(old_sub)):
+            continue
+        for attr in [a for a in vars(old_sub) if a.endswith("_layer_id") and a not in kw]:
+            value = get(default, attr)
+            if isinstance(value, int) and value == get(old_sub, attr) != get(sub, attr):
+                kw[attr] = get(sub, attr)
+    if not new_layers or len(layers) != 1:
+        return
+    (old_count,) = layers
+    for name in sorted(vars(default)):
+        value = get(default, name)
+        if name in kw or not name.endswith("_layer_id") or isinstance(value, bool):
+            continue
+        if isinstance(value, int) and new_layers <= value < old_count:
+            kw[name] = value * new_layers // old_count
 
 
 def _fit_head_parts(default, kw: dict[str, Any]) -> None:
