@@ -255,3 +255,14 @@ def test_navit_packed_patches_with_their_grids():
     patch = config.patch_size
     assert tuple(pixels.shape) == (1, 3, patch, int(sizes.prod(-1).sum()) * patch)
     _runs(model, batch)
+
+
+def test_values_documented_as_hidden_states_without_a_prenet():
+    # SpeechT5Model (AutoModel's base) builds its encoder and decoder without pre-nets: its
+    # input_values / decoder_input_values ("... or hidden states") are (batch, seq, hidden)
+    model, config, batch = _batch("speecht5")
+    for name in ("input_values", "decoder_input_values"):
+        assert tuple(batch[name].shape) == (2, 16, config.hidden_size)
+    _runs(model, batch)
+    _, _, wav2vec2 = _batch("wav2vec2")
+    assert wav2vec2["input_values"].ndim == 2  # a waveform where the docs say only that

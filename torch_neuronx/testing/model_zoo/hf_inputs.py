@@ -115,6 +115,9 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
         wanted.append("pixel_values_videos")
     if main == "states":
         wanted += [n for n in ("actions", "returns_to_go", "timesteps") if n in params]
+    if "input_values" in wanted and "decoder_input_values" in params:
+        if _hidden_state_values(model, "decoder_input_values"):
+            wanted.append("decoder_input_values")  # (`_hidden_state_values`: SpeechT5Model's)
     if "bbox" in params:
         wanted.append("bbox")
     if _grouped_images(config) and "image_attention_mask" in params and "pixel_values" in wanted:
@@ -231,6 +234,18 @@ def _documented_shape(model, name: str, brackets: bool = False) -> list[str]:
     return [d.strip() for d in found.group(1).split(",")] if found else []
 
 
+def _hidden_state_values(model, name: str) -> bool:
+    """Whether `name` (`*input_values`) is hidden states: its docstring says it is a waveform,
+    token ids "or hidden states" depending on the pre-net the model is built with, and the
+    model has no pre-net (SpeechT5Model, AutoModel's base, builds its encoder and decoder
+    without one: each reads (batch, seq, hidden_size) as it is)."""
+    doc = getattr(model.forward, "__doc__", None) or ""
+    found = re.search(rf"(?m)^(\s*){re.escape(name)} \([^\n]*\n((?:\1\s+\S[^\n]*\n?)*)", doc)
+    if not found or "or hidden states" not in found.group(2):
+        return False
+    return not any("prenet" in n for n, _ in model.named_modules())
+
+
 def _documented_counts(model, name: str) -> bool:
     """Whether the forward's docstring gives input `name` as an integer tensor (`LongTensor`)
     of the number of something ("... indicates the number of classes for each task")."""
@@ -298,6 +313,9 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
         return {name: torch.ones(ids.shape, dtype=torch.long)}
     if name in ("input_features", "audio_mel"):
         return {name: _spectrogram(config, g, name, _frames_second(config, model, name))}
+    if name.endswith("input_values") and _hidden_state_values(model, name):
+        width = config_value(config, "hidden_size") or 64
+        return {name: torch.randn(BATCH, SEQ, width, generator=g)}
     if name == "input_values":
         values = _waveform_or_spectrogram(config, g)
         if values.ndim == 2 and _documented_shape(model, name)[1:2] == ["1"]:
