@@ -266,3 +266,25 @@ def test_values_documented_as_hidden_states_without_a_prenet():
     _runs(model, batch)
     _, _, wav2vec2 = _batch("wav2vec2")
     assert wav2vec2["input_values"].ndim == 2  # a waveform where the docs say only that
+
+
+def test_a_codec_half_built_alone_gets_its_stream():
+    # VibeVoice's acoustic tokenizer encoder and decoder inherit `input_values` and take
+    # `hidden_states`: the encoder a waveform of its audio channels, the decoder latent frames
+    # of the channels its first convolution reads
+    model, config, batch = _batch("vibevoice_acoustic_tokenizer_encoder")
+    assert tuple(batch["hidden_states"].shape[:2]) == (2, config.channels)
+    assert batch["hidden_states"].shape[-1] % 3200 == 0  # whole hops of its strides
+    _runs(model, batch)
+    model, config, batch = _batch("vibevoice_acoustic_tokenizer_decoder")
+    assert tuple(batch["hidden_states"].shape) == (2, config.hidden_size, 16)
+
+
+def test_token_streams_by_the_embedding_offsets():
+    # Kyutai speech-to-text embeds a text token and one per audio codebook at each step (its
+    # `audio_tokens_offsets`, 1 + num_codebooks); CSM documents a 2-D prompt beside that layout
+    model, config, batch = _batch("kyutai_speech_to_text")
+    assert tuple(batch["input_ids"].shape) == (2, 16, 1 + config.num_codebooks)
+    _runs(model, batch)
+    _, _, csm = _batch("csm")
+    assert csm["input_ids"].ndim == 2

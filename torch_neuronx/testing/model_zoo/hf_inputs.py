@@ -93,6 +93,7 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
     required = [n for n, p in params.items() if p.default is inspect.Parameter.empty]
     # a vision tower's patch grid comes first: it fixes its flattened `hidden_states`
     grids = [n for n in required if n.endswith("grid_thw")]
+    inherited = main
     if main not in params and required:
         main = required[0]  # an inherited main_input_name the forward does not take (Q-Former)
     elif main not in params:
@@ -129,6 +130,8 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
     if "encoder_hidden_states" in params and config_value(config, "encoder_hidden_size"):
         wanted.append("encoder_hidden_states")  # a Q-Former cross-attends to image features
     batch: dict[str, torch.Tensor] = {}
+    if inherited == "input_values" and main == "hidden_states":
+        batch.update(_conv_stream(model, config, g))
     for name in dict.fromkeys(wanted):  # in order, once each
         if name not in batch:
             batch.update(_make(name, model, config, g, batch))
@@ -234,6 +237,41 @@ def _documented_shape(model, name: str, brackets: bool = False) -> list[str]:
     return [d.strip() for d in found.group(1).split(",")] if found else []
 
 
+def _token_streams(model) -> int | None:
+    """The streams of a multi-stream token input: where the model's input embeddings add a
+    per-stream offset buffer to the ids (`audio_tokens_offsets`: Kyutai speech-to-text's text
+    token and one per audio codebook, 33, summed into one embedding per step; its docs are
+    the generic 2-D ones), its length; None where the forward documents its own codebook
+    layout beside a 2-D one (CSM: "(batch_size, sequence_length, num_codebooks) or
+    (batch_size, sequence_length)", the 2-D one the processor's prompt) or has no buffer."""
+    try:
+        embeddings = model.get_input_embeddings()
+    except Exception:  # noqa: BLE001 - a model without input embeddings
+        return None
+    offsets = getattr(embeddings, "audio_tokens_offsets", None)
+    if not isinstance(offsets, torch.Tensor) or offsets.ndim != 1:
+        return None
+    doc = getattr(model.forward, "__doc__", None) or ""
+    if re.search(r"(?m)^\s*input_ids \([^\n]*num_codebooks", doc):
+        return None
+    return int(offsets.shape[0])
+
+
+def _conv_stream(model, config, g) -> dict[str, torch.Tensor]:
+    """`hidden_states` of a codec's encoder or decoder built alone, which inherits the codec's
+    main input `input_values` and takes its stream under another name (VibeVoice's acoustic
+    tokenizer halves): (batch, channels, length) with the channels its first convolution
+    reads; a waveform of `_samples` where those are the config's audio channels (the
+    encoder), else latent frames, SEQ of them (the decoder, its conv reading `hidden_size`).
+    Nothing where the model has no Conv1d (then `hidden_states` is (batch, seq, hidden))."""
+    conv = next((m for m in model.modules() if isinstance(m, torch.nn.Conv1d)), None)
+    if conv is None:
+        return {}
+    audio = config_value(config, "channels") or config_value(config, "audio_channels") or 1
+    length = _samples(config) if conv.in_channels == audio else SEQ
+    return {"hidden_states": torch.randn(BATCH, conv.in_channels, length, generator=g)}
+
+
 def _hidden_state_values(model, name: str) -> bool:
     """Whether `name` (`*input_values`) is hidden states: its docstring says it is a waveform,
     token ids "or hidden states" depending on the pre-net the model is built with, and the
@@ -280,6 +318,11 @@ def _product(config, dim: str) -> int | None:
 
 
 def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
+    streams = _token_streams(model) if name == "input_ids" else None
+    if streams:
+        # one id per stream and step (`_token_streams`: Kyutai's text and 32 audio codebooks)
+        tokens = _tokens(config, g, model, name, SEQ * streams)
+        return {name: tokens.reshape(BATCH, SEQ, streams)}
     if name.endswith("input_ids"):
         return {name: _tokens(config, g, model, name)}
     length = config_value(config, f"{name.removesuffix('_inputs')}_seq_len")
