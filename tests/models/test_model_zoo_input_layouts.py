@@ -288,3 +288,11 @@ def test_token_streams_by_the_embedding_offsets():
     _runs(model, batch)
     _, _, csm = _batch("csm")
     assert csm["input_ids"].ndim == 2
+
+
+def test_stacked_features_take_the_width_their_linear_reads():
+    # Granite Speech 5 reads 2 stacked frames of 80 mel bins with their deltas (320) through
+    # its first Linear; its feature extractor needs torchaudio and its config says 80
+    model, config, batch = _batch("granite_speech5_encoder")
+    assert batch["input_features"].shape[-1] == model.input_linear.in_features == 4 * 80
+    _runs(model, batch)

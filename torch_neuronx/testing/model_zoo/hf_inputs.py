@@ -355,7 +355,14 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
         ids = batch[f"{name[: -len('_attention_mask')]}_input_ids"]
         return {name: torch.ones(ids.shape, dtype=torch.long)}
     if name in ("input_features", "audio_mel"):
-        return {name: _spectrogram(config, g, name, _frames_second(config, model, name))}
+        frames_second = _frames_second(config, model, name)
+        features = _spectrogram(config, g, name, frames_second)
+        width = _input_linear_width(model, config) if features.ndim == 3 else None
+        if width is not None and (frames_second or _bins_last(config)):
+            # (`_input_linear_width`: Granite Speech 5's 80 mel bins with deltas, 2 frames
+            # stacked: 320)
+            features = torch.randn(*features.shape[:2], width, generator=g)
+        return {name: features}
     if name.endswith("input_values") and _hidden_state_values(model, name):
         width = config_value(config, "hidden_size") or 64
         return {name: torch.randn(BATCH, SEQ, width, generator=g)}
@@ -521,6 +528,28 @@ def _steps(config, name: str, batch, model=None) -> tuple[int, int]:
     if name == "input_features" and t.ndim == 3 and not bins_last:
         return (t.shape[0], t.shape[2])
     return (t.shape[0], t.shape[1])
+
+
+def _input_linear_width(model, config) -> int | None:
+    """The width of stacked features where the model's first module is a Linear reading them
+    and its feature extractor cannot say (cannot be built here: Granite Speech 5's needs
+    torchaudio, and stacks 2 frames of 80 mel bins with their deltas into 320; its config
+    gives only the 80): that Linear's `in_features`, where it is a whole multiple (> 1) of
+    the bins and the config does not name that factor as its own stacking (Nemotron 3.5
+    Transcribe's `subsampling_factor` 8: it stacks 8 frames of 128 into its 1024-wide
+    projection itself, from (batch, frames, 128)); else None."""
+    if _extract(config, "input_features") is not None:
+        return None
+    first = next((m for m in model.modules() if not list(m.children())), None)
+    bins = _bins(config)
+    if (
+        not isinstance(first, torch.nn.Linear)
+        or first.in_features % bins
+        or first.in_features == bins
+    ):
+        return None
+    own = (_nested_value(config, n) for n in ("subsampling_factor", "num_stacked_frames"))
+    return None if first.in_features // bins in own else first.in_features
 
 
 def _bins(config) -> int:
