@@ -213,3 +213,86 @@ def test_an_image_and_its_prompt_image_fill_the_canvas_in_height():
         assert tuple(batch[name].shape[-2:]) == (height // 2, width)
     with torch.no_grad():
         model(**batch)
+
+
+def test_an_image_processor_that_returns_a_tensor_gives_its_shape():
+    # Idefics's image processor returns the pixels as a tensor, not a BatchFeature: its shape
+    # read inside the `try` (it raised IndexError out of the harness)
+    from torch_neuronx.testing.model_zoo import hf_inputs, zoo
+
+    zoo.torchvision_shim.install()
+    from transformers import AutoConfig
+
+    config = AutoConfig.for_model("idefics")
+    assert hf_inputs._image_processor_shape(config) == (1, 3, 224, 224)
+    assert hf_inputs._image_processor_shape(config, pairs=True) is None
+
+
+def test_images_grouped_per_prompt_with_their_token_mask():
+    # Idefics reads `batch_size, num_images = pixel_values.shape[:2]` and crosses each token
+    # with each image through image_attention_mask (batch, text_seq, num_images)
+    model, _, batch = _batch("idefics")
+    assert batch["pixel_values"].ndim == 5 and batch["pixel_values"].shape[:2] == (2, 1)
+    assert tuple(batch["image_attention_mask"].shape) == (*batch["input_ids"].shape, 1)
+    _runs(model, batch)
+
+
+def test_documented_counts_are_integer_ones():
+    # OmDet-Turbo's `classes_structure` (LongTensor (batch_size): "the number of classes for
+    # each task"): one class per task, as the batch holds one class row per sample
+    _, _, batch = _batch("omdet-turbo")
+    structure = batch["classes_structure"]
+    assert structure.dtype == torch.long and structure.tolist() == [1, 1]
+    assert structure.sum() == batch["classes_input_ids"].shape[0]
+
+
+def test_navit_packed_patches_with_their_grids():
+    # MiniCPM-V's vision tower takes `target_sizes` (each image's patch grid) and all images'
+    # patches in one sequence, (1, C, patch, patches x patch), as its image processor packs them
+    model, config, batch = _batch("minicpm_ocr_vision")
+    sizes, pixels = batch["target_sizes"], batch["pixel_values"]
+    assert sizes.dtype == torch.int32 and tuple(sizes.shape) == (2, 2)
+    patch = config.patch_size
+    assert tuple(pixels.shape) == (1, 3, patch, int(sizes.prod(-1).sum()) * patch)
+    _runs(model, batch)
+
+
+def test_values_documented_as_hidden_states_without_a_prenet():
+    # SpeechT5Model (AutoModel's base) builds its encoder and decoder without pre-nets: its
+    # input_values / decoder_input_values ("... or hidden states") are (batch, seq, hidden)
+    model, config, batch = _batch("speecht5")
+    for name in ("input_values", "decoder_input_values"):
+        assert tuple(batch[name].shape) == (2, 16, config.hidden_size)
+    _runs(model, batch)
+    _, _, wav2vec2 = _batch("wav2vec2")
+    assert wav2vec2["input_values"].ndim == 2  # a waveform where the docs say only that
+
+
+def test_a_codec_half_built_alone_gets_its_stream():
+    # VibeVoice's acoustic tokenizer encoder and decoder inherit `input_values` and take
+    # `hidden_states`: the encoder a waveform of its audio channels, the decoder latent frames
+    # of the channels its first convolution reads
+    model, config, batch = _batch("vibevoice_acoustic_tokenizer_encoder")
+    assert tuple(batch["hidden_states"].shape[:2]) == (2, config.channels)
+    assert batch["hidden_states"].shape[-1] % 3200 == 0  # whole hops of its strides
+    _runs(model, batch)
+    model, config, batch = _batch("vibevoice_acoustic_tokenizer_decoder")
+    assert tuple(batch["hidden_states"].shape) == (2, config.hidden_size, 16)
+
+
+def test_token_streams_by_the_embedding_offsets():
+    # Kyutai speech-to-text embeds a text token and one per audio codebook at each step (its
+    # `audio_tokens_offsets`, 1 + num_codebooks); CSM documents a 2-D prompt beside that layout
+    model, config, batch = _batch("kyutai_speech_to_text")
+    assert tuple(batch["input_ids"].shape) == (2, 16, 1 + config.num_codebooks)
+    _runs(model, batch)
+    _, _, csm = _batch("csm")
+    assert csm["input_ids"].ndim == 2
+
+
+def test_stacked_features_take_the_width_their_linear_reads():
+    # Granite Speech 5 reads 2 stacked frames of 80 mel bins with their deltas (320) through
+    # its first Linear; its feature extractor needs torchaudio and its config says 80
+    model, config, batch = _batch("granite_speech5_encoder")
+    assert batch["input_features"].shape[-1] == model.input_linear.in_features == 4 * 80
+    _runs(model, batch)

@@ -185,3 +185,40 @@ def test_an_image_whose_sides_are_whole_multiples_keeps_its_ratio():
     # SegGPT's canvas is its prompt and its image stacked in height: 896 x 448 (it stayed)
     assert list(shrunk("seggpt").image_size) == [64, 32]
     assert list(shrunk("yolos").image_size) == [512, 864]  # no whole ratio: left alone
+
+
+def test_a_timm_backbone_image_side_follows_the_shrunk_image():
+    # OmDet-Turbo hands its timm Swin `img_size` 640 to timm.create_model: it follows the
+    # shrunk image side, as the model's `image_size`
+    config = shrunk("omdet-turbo")
+    assert config.backbone_config.img_size == config.image_size == 32
+    assert config.timm_kwargs["img_size"] == 32
+
+
+def test_sizes_named_for_a_tower_follow_its_width():
+    # OmDet-Turbo's text_projection_in_dim (and its equals, the projection's output and the
+    # class embedding) are its CLIP text width 512 in the default; X-CLIP's projection_dim,
+    # equal to its text width with no name tying them, is kept
+    config = shrunk("omdet-turbo")
+    width = config.text_config.hidden_size
+    assert width < 512
+    assert config.text_projection_in_dim == config.text_projection_out_dim == width
+    assert config.class_embed_dim == width
+    assert shrunk("xclip").projection_dim == 512
+
+
+def test_a_size_a_model_keeps_by_name():
+    # OmDet-Turbo's d_model stays 256 (hf_shrink.KEPT_SIZES: equal to the shrunk text width
+    # its decoder would skip `task_project` it calls)
+    config = shrunk("omdet-turbo")
+    assert config.d_model == 256 and config.class_embed_dim != config.decoder_hidden_dim
+
+
+def test_a_layer_index_maps_onto_the_shrunk_stack():
+    # MiniCPM-V's insert_layer_id 6 of 12 (its window merger runs after that layer): at its
+    # relative depth in the shrunk stack, in the vision config and the composite's own copy
+    vision = shrunk("minicpm_ocr_vision")
+    assert vision.insert_layer_id == 6 * vision.num_hidden_layers // 12
+    composite = shrunk("minicpm_ocr")
+    assert composite.insert_layer_id == composite.vision_config.insert_layer_id
+    assert composite.insert_layer_id < composite.vision_config.num_hidden_layers

@@ -52,6 +52,13 @@ _MODALITY_TOKENS = {
 }
 # A region-based vision-language model's detected regions (LXMERT): input -> its width
 _REGIONS = {"visual_feats": "visual_feat_dim", "visual_pos": "visual_pos_dim"}
+# Models that take each prompt's images grouped, (batch, images, C, H, W), with a per-token
+# cross-attention mask over them, and whose code or docs give no general sign of it (a table,
+# for want of one): Idefics reads `batch_size, num_images = pixel_values.shape[:2]` and its
+# `image_attention_mask` as (batch, text_seq, num_images); its image processor gives the images
+# flat (images, C, H, W), and only the multimodal processor (a tokenizer: not here) groups them.
+# One image per prompt, every token attending to it.
+_GROUPED_IMAGES = {"idefics"}
 # A decision transformer's trajectory: (name, config attribute of its width, or 1)
 _TRAJECTORY = (("states", "state_dim"), ("actions", "act_dim"), ("returns_to_go", None))
 
@@ -86,6 +93,7 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
     required = [n for n, p in params.items() if p.default is inspect.Parameter.empty]
     # a vision tower's patch grid comes first: it fixes its flattened `hidden_states`
     grids = [n for n in required if n.endswith("grid_thw")]
+    inherited = main
     if main not in params and required:
         main = required[0]  # an inherited main_input_name the forward does not take (Q-Former)
     elif main not in params:
@@ -108,8 +116,13 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
         wanted.append("pixel_values_videos")
     if main == "states":
         wanted += [n for n in ("actions", "returns_to_go", "timesteps") if n in params]
+    if "input_values" in wanted and "decoder_input_values" in params:
+        if _hidden_state_values(model, "decoder_input_values"):
+            wanted.append("decoder_input_values")  # (`_hidden_state_values`: SpeechT5Model's)
     if "bbox" in params:
         wanted.append("bbox")
+    if _grouped_images(config) and "image_attention_mask" in params and "pixel_values" in wanted:
+        wanted.append("image_attention_mask")  # each text token's images (`_GROUPED_IMAGES`)
     if "noise" in params and "pixel_values" in wanted:
         wanted.append("noise")  # ViTMAE's random masking, drawn here once for both devices
     if "input_ids" in wanted and "visual_feats" in params:
@@ -117,6 +130,8 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
     if "encoder_hidden_states" in params and config_value(config, "encoder_hidden_size"):
         wanted.append("encoder_hidden_states")  # a Q-Former cross-attends to image features
     batch: dict[str, torch.Tensor] = {}
+    if inherited == "input_values" and main == "hidden_states":
+        batch.update(_conv_stream(model, config, g))
     for name in dict.fromkeys(wanted):  # in order, once each
         if name not in batch:
             batch.update(_make(name, model, config, g, batch))
@@ -222,6 +237,63 @@ def _documented_shape(model, name: str, brackets: bool = False) -> list[str]:
     return [d.strip() for d in found.group(1).split(",")] if found else []
 
 
+def _token_streams(model) -> int | None:
+    """The streams of a multi-stream token input: where the model's input embeddings add a
+    per-stream offset buffer to the ids (`audio_tokens_offsets`: Kyutai speech-to-text's text
+    token and one per audio codebook, 33, summed into one embedding per step; its docs are
+    the generic 2-D ones), its length; None where the forward documents its own codebook
+    layout beside a 2-D one (CSM: "(batch_size, sequence_length, num_codebooks) or
+    (batch_size, sequence_length)", the 2-D one the processor's prompt) or has no buffer."""
+    try:
+        embeddings = model.get_input_embeddings()
+    except Exception:  # noqa: BLE001 - a model without input embeddings
+        return None
+    offsets = getattr(embeddings, "audio_tokens_offsets", None)
+    if not isinstance(offsets, torch.Tensor) or offsets.ndim != 1:
+        return None
+    doc = getattr(model.forward, "__doc__", None) or ""
+    if re.search(r"(?m)^\s*input_ids \([^\n]*num_codebooks", doc):
+        return None
+    return int(offsets.shape[0])
+
+
+def _conv_stream(model, config, g) -> dict[str, torch.Tensor]:
+    """`hidden_states` of a codec's encoder or decoder built alone, which inherits the codec's
+    main input `input_values` and takes its stream under another name (VibeVoice's acoustic
+    tokenizer halves): (batch, channels, length) with the channels its first convolution
+    reads; a waveform of `_samples` where those are the config's audio channels (the
+    encoder), else latent frames, SEQ of them (the decoder, its conv reading `hidden_size`).
+    Nothing where the model has no Conv1d (then `hidden_states` is (batch, seq, hidden))."""
+    conv = next((m for m in model.modules() if isinstance(m, torch.nn.Conv1d)), None)
+    if conv is None:
+        return {}
+    audio = config_value(config, "channels") or config_value(config, "audio_channels") or 1
+    length = _samples(config) if conv.in_channels == audio else SEQ
+    return {"hidden_states": torch.randn(BATCH, conv.in_channels, length, generator=g)}
+
+
+def _hidden_state_values(model, name: str) -> bool:
+    """Whether `name` (`*input_values`) is hidden states: its docstring says it is a waveform,
+    token ids "or hidden states" depending on the pre-net the model is built with, and the
+    model has no pre-net (SpeechT5Model, AutoModel's base, builds its encoder and decoder
+    without one: each reads (batch, seq, hidden_size) as it is)."""
+    doc = getattr(model.forward, "__doc__", None) or ""
+    found = re.search(rf"(?m)^(\s*){re.escape(name)} \([^\n]*\n((?:\1\s+\S[^\n]*\n?)*)", doc)
+    if not found or "or hidden states" not in found.group(2):
+        return False
+    return not any("prenet" in n for n, _ in model.named_modules())
+
+
+def _documented_counts(model, name: str) -> bool:
+    """Whether the forward's docstring gives input `name` as an integer tensor (`LongTensor`)
+    of the number of something ("... indicates the number of classes for each task")."""
+    doc = getattr(model.forward, "__doc__", None) or ""
+    found = re.search(
+        rf"(?m)^(\s*){re.escape(name)} \(([^)]*?)of shape[^\n]*\n((?:\1\s+\S[^\n]*\n?)*)", doc
+    )
+    return bool(found) and "LongTensor" in found.group(2) and "number of" in found.group(3)
+
+
 def _product(config, dim: str) -> int | None:
     """A documented dim that is a product of config sizes and list lengths ("dim *
     len(config.target_layer_ids)"), evaluated; None where it is not one (a single name is
@@ -246,6 +318,11 @@ def _product(config, dim: str) -> int | None:
 
 
 def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
+    streams = _token_streams(model) if name == "input_ids" else None
+    if streams:
+        # one id per stream and step (`_token_streams`: Kyutai's text and 32 audio codebooks)
+        tokens = _tokens(config, g, model, name, SEQ * streams)
+        return {name: tokens.reshape(BATCH, SEQ, streams)}
     if name.endswith("input_ids"):
         return {name: _tokens(config, g, model, name)}
     length = config_value(config, f"{name.removesuffix('_inputs')}_seq_len")
@@ -257,6 +334,8 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
         return _naflex(config, g)
     if name == "pixel_values" and "pixel_position_ids" in _params(model):
         return _positioned_patches(config, g)
+    if name == "pixel_values" and "target_sizes" in _params(model):
+        return _packed_patches(config, g)
     if name in ("pixel_values", "pixel_values_videos") or name.endswith("_pixel_values"):
         pixels = _pixels(config, g, name)  # (and a prompt image beside the input: SegGPT's)
         if name in ("pixel_values", "prompt_pixel_values") and "prompt_pixel_values" in _params(
@@ -267,12 +346,26 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
             # as tall
             pixels[name] = pixels[name][..., : pixels[name].shape[-2] // 2, :].contiguous()
         return pixels
+    if name == "image_attention_mask" and _grouped_images(config) and "pixel_values" in batch:
+        # (batch, text_seq, images): every token attends to every image of its prompt
+        rows, length = batch["input_ids"].shape if "input_ids" in batch else (BATCH, SEQ)
+        return {name: torch.ones(rows, length, batch["pixel_values"].shape[1], dtype=torch.long)}
     if name.endswith("_attention_mask") and f"{name[: -len('_attention_mask')]}_input_ids" in batch:
         # the padding mask of a second token input (OmDet-Turbo's classes_input_ids): all kept
         ids = batch[f"{name[: -len('_attention_mask')]}_input_ids"]
         return {name: torch.ones(ids.shape, dtype=torch.long)}
     if name in ("input_features", "audio_mel"):
-        return {name: _spectrogram(config, g, name, _frames_second(config, model, name))}
+        frames_second = _frames_second(config, model, name)
+        features = _spectrogram(config, g, name, frames_second)
+        width = _input_linear_width(model, config) if features.ndim == 3 else None
+        if width is not None and (frames_second or _bins_last(config)):
+            # (`_input_linear_width`: Granite Speech 5's 80 mel bins with deltas, 2 frames
+            # stacked: 320)
+            features = torch.randn(*features.shape[:2], width, generator=g)
+        return {name: features}
+    if name.endswith("input_values") and _hidden_state_values(model, name):
+        width = config_value(config, "hidden_size") or 64
+        return {name: torch.randn(BATCH, SEQ, width, generator=g)}
     if name == "input_values":
         values = _waveform_or_spectrogram(config, g)
         if values.ndim == 2 and _documented_shape(model, name)[1:2] == ["1"]:
@@ -349,6 +442,10 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
         merge = config_value(config, "spatial_merge_size") or 1
         return {name: torch.full((batch["grid_thw"].shape[0],), merge, dtype=torch.long)}
     shape = _shape_from_doc(model, config, name, batch)
+    if shape is not None and _documented_counts(model, name):
+        # integer counts per sample (OmDet-Turbo's `classes_structure`, "the number of classes
+        # for each task"): one each, as every other input holds one row per sample
+        return {name: torch.ones(shape, dtype=torch.long)}
     if shape is not None:
         return {name: torch.randn(*shape, generator=g)}
     raise ValueError(f"no synthetic input for {name!r} (forward of {type(model).__name__})")
@@ -431,6 +528,28 @@ def _steps(config, name: str, batch, model=None) -> tuple[int, int]:
     if name == "input_features" and t.ndim == 3 and not bins_last:
         return (t.shape[0], t.shape[2])
     return (t.shape[0], t.shape[1])
+
+
+def _input_linear_width(model, config) -> int | None:
+    """The width of stacked features where the model's first module is a Linear reading them
+    and its feature extractor cannot say (cannot be built here: Granite Speech 5's needs
+    torchaudio, and stacks 2 frames of 80 mel bins with their deltas into 320; its config
+    gives only the 80): that Linear's `in_features`, where it is a whole multiple (> 1) of
+    the bins and the config does not name that factor as its own stacking (Nemotron 3.5
+    Transcribe's `subsampling_factor` 8: it stacks 8 frames of 128 into its 1024-wide
+    projection itself, from (batch, frames, 128)); else None."""
+    if _extract(config, "input_features") is not None:
+        return None
+    first = next((m for m in model.modules() if not list(m.children())), None)
+    bins = _bins(config)
+    if (
+        not isinstance(first, torch.nn.Linear)
+        or first.in_features % bins
+        or first.in_features == bins
+    ):
+        return None
+    own = (_nested_value(config, n) for n in ("subsampling_factor", "num_stacked_frames"))
+    return None if first.in_features // bins in own else first.in_features
 
 
 def _bins(config) -> int:
@@ -573,12 +692,20 @@ def _image_processor_shape(config, pairs: bool = False) -> tuple[int, ...] | Non
         for images in ([image], [[image, image]]):
             try:
                 out = cls()(images, return_tensors="pt")
+                # the pixels of its BatchFeature, or the tensor itself where the processor
+                # returns one (Idefics's): read inside the `try`, as any other processor fault
+                shape = tuple((out if isinstance(out, torch.Tensor) else out["pixel_values"]).shape)
             except Exception:  # noqa: BLE001 - refused (a pair wanted) or cannot run here
                 continue
             if pairs == (len(images[0]) == 2 and not isinstance(images[0], np.ndarray)):
-                return tuple(out["pixel_values"].shape)
+                return shape
             return None
     return None
+
+
+def _grouped_images(config) -> bool:
+    """Whether the model takes each prompt's images grouped (`_GROUPED_IMAGES`)."""
+    return getattr(config, "model_type", None) in _GROUPED_IMAGES
 
 
 def _video_only(config) -> bool:
@@ -638,6 +765,8 @@ def _pixels(config, g: torch.Generator, name: str = "pixel_values") -> dict[str,
     frames = config_value(config, "num_frames") or config_value(config, "frames_per_clip")
     if name.endswith("_videos") or isinstance(frames, int) or _video_only(config):
         shape = (BATCH, frames or _FRAMES, channels, height, width)
+    elif name == "pixel_values" and _grouped_images(config):
+        shape = (BATCH, 1, channels, height, width)  # one image per prompt (`_GROUPED_IMAGES`)
     else:
         shape = (BATCH, channels, height, width)
         processed = _image_processor_shape(config, pairs=True) if name == "pixel_values" else None
@@ -678,6 +807,28 @@ def _positioned_patches(config, g) -> dict[str, torch.Tensor]:
     return {
         "pixel_values": torch.randn(BATCH, side * side, channels * patch * patch, generator=g),
         "pixel_position_ids": positions.expand(BATCH, -1, -1).clone(),
+    }
+
+
+def _packed_patches(config, g) -> dict[str, torch.Tensor]:
+    """A NaViT-style packed input, where the forward takes each image's patch grid as
+    `target_sizes` (MiniCPM-V's vision towers): the patches of all images in one sequence, as
+    their image processor packs them, (1, channels, patch, patches x patch) (each image's
+    patches side by side in width, the model's patch conv cutting them apart again), and
+    `target_sizes` (images, 2) the (h, w) grid of each, int32: one image per batch row, its
+    grid the shrunk image's, at least 2 and a multiple of the window merger's kernel
+    (`window_kernel_size`, which refuses a grid it does not divide)."""
+    patch = config_value(config, "patch_size") or 14
+    patch = patch[0] if isinstance(patch, list | tuple) else patch
+    channels = config_value(config, "num_channels") or 3
+    kernel = config_value(config, "window_kernel_size") or 1
+    kernel = max(kernel) if isinstance(kernel, list | tuple) else kernel
+    size = config_value(config, "image_size") or hf_shrink.SIZES["image_size"]
+    side = max(2, (size[0] if isinstance(size, list | tuple) else size) // patch)
+    side = -(-side // kernel) * kernel
+    return {
+        "pixel_values": torch.randn(1, channels, patch, BATCH * side * side * patch, generator=g),
+        "target_sizes": torch.tensor([[side, side]] * BATCH, dtype=torch.int32),
     }
 
 

@@ -105,6 +105,15 @@ SIZES: dict[str, int] = {
     "frames_per_clip": 4,
 }
 
+# Sizes a model keeps at its default, by model type, where no general rule can say so (a table,
+# for want of one; each entry with its reason):
+# - omdet-turbo: `d_model` (256, its encoder width, which its decoder's deformable attention and
+#   `decoder_hidden_dim` and `vision_features_channels` also are): shrunk to 64 it equals the
+#   shrunk text width (512 -> 64) that `class_embed_dim` follows, and its decoder builds
+#   `task_project` only where `class_embed_dim != decoder_hidden_dim` but calls it always
+#   (transformers' code assumes the two differ, as in every checkpoint).
+KEPT_SIZES = {"omdet-turbo": frozenset({"d_model"})}
+
 # in `undone`: keep the first layers only, not one of each kind (`_kept_layers`)
 FIRST_LAYERS = "<first layers>"
 # (name, value) pairs set over the shrink rules: the ties a validation message asked for
@@ -256,6 +265,7 @@ def _fit_tied(default, kw: dict[str, Any], accepted: set[str], config_cls) -> No
         if (_tied(name) or name.endswith("_groups")) and value in widths:
             # (a depthwise conv's groups are its channels: Mimi's upsample_groups = hidden)
             kw[name] = widths[value]
+
         elif "shared" in name and name.endswith("_layers") and old_layers and new_layers:
             # (not every `num_*_layers`: Wav2Vec2's num_feat_extract_layers counts its convs)
             if 0 < value < old_layers:
@@ -584,6 +594,13 @@ def shrink_kwargs(
             # (SegGPT's prompt and image stacked in height, 896 x 448): the smaller side
             # shrunk, the ratio kept (64 x 32)
             kw[name] = [v // min(value) * size for v in value]
+    timm_side = get(default, "img_size") if "img_size" in accepted else None
+    if isinstance(timm_side, int) and not isinstance(timm_side, bool):
+        if timm_side > SIZES["image_size"] and _settable(config_cls, "img_size"):
+            # timm's name for the image side, which a timm backbone's config hands to
+            # `timm.create_model` (OmDet-Turbo's Swin at 640 px): it follows the shrunk image
+            # side, as the model's own `image_size` does, or the patch embedding refuses it
+            kw["img_size"] = SIZES["image_size"]
     arch = get(default, "architecture")
     if isinstance(arch, str) and re.search(r"_patch\d+", arch) and "model_args" in accepted:
         if get(default, "model_args") is None and _settable(config_cls, "model_args"):
@@ -660,8 +677,10 @@ def shrink_kwargs(
     _fit_grid(default, kw, accepted, config_cls)
     _fit_siblings(default, kw, undone, forced)
     _fit_concatenated(default, kw, accepted, config_cls)
+    _fit_tower_widths(default, kw, accepted, config_cls)
     _fit_head_parts(default, kw)
     _fit_layer_ids(default, kw, new_layers)
+    _fit_layer_index(default, kw, layers, new_layers)
     kw.update((n, v) for n, v in forced if "." not in n)
     return kw
 
@@ -691,6 +710,32 @@ def _fit_concatenated(default, kw: dict[str, Any], accepted: set[str], config_cl
             continue
         if isinstance(value, int) and not isinstance(value, bool) and value == sum(before):
             kw[name] = sum(after)
+
+
+def _fit_tower_widths(default, kw: dict[str, Any], accepted: set[str], config_cls) -> None:
+    """The model's sizes (`_tied`: a projection's, an embedding's) equal in the default to a
+    tower's width, where one of them is named for that tower (`text_projection_in_dim` of
+    `text_config`), stay that tower's shrunk width: the name says the value is the tower's
+    width, not an equal one by chance, and its equals read the same features (OmDet-Turbo's
+    text projection in and out and its `class_embed_dim`, all its CLIP text width 512: the
+    task encoder reads the text tower's unprojected states through `class_embed_dim`). A
+    size equal to a tower's width that no name ties to it (X-CLIP's `projection_dim`, which
+    its MIT width must match) is kept."""
+    for sub_name, sub in list(kw.items()):
+        old_sub = get(default, sub_name)
+        if not (sub_name.endswith("_config") and is_config(sub) and is_config(old_sub)):
+            continue
+        width = next((w for w in _WIDTHS if isinstance(get(old_sub, w), int)), None)
+        old, new = get(old_sub, width), get(sub, width)
+        if width is None or not isinstance(new, int) or old == new:
+            continue
+        tied = [
+            n
+            for n in sorted(accepted)
+            if n not in kw and _tied(n) and _settable(config_cls, n) and get(default, n) == old
+        ]
+        if any(n.startswith(sub_name.removesuffix("config")) for n in tied):
+            kw.update((n, new) for n in tied)
 
 
 def _fit_grid(default, kw: dict[str, Any], accepted: set[str], config_cls) -> None:
@@ -876,6 +921,32 @@ def _fit_layer_ids(default, kw: dict[str, Any], new_layers: int | None) -> None:
                 kw[name] = mapped
 
 
+def _fit_layer_index(default, kw: dict[str, Any], layers: set, new_layers: int | None) -> None:
+    """A single index into the config's own stack (`*_layer_id`: MiniCPM-V's vision
+    `insert_layer_id` 6 of 27, where its window-attention merger runs) mapped onto the shrunk
+    stack at its relative depth (-> 0 of 2): left at 6, no shrunk layer has that index and the
+    module it places never runs. (Not -1, which the models read as "none".) A composite's own
+    copy of a sub-config's index (MiniCPM-V's `insert_layer_id`, which its config writes into
+    `vision_config`) takes the sub-config's mapped one."""
+    for name, sub in list(kw.items()):
+        old_sub = get(default, name)
+        if not (is_config(sub) and is_config(old_sub)):
+            continue
+        for attr in [a for a in vars(old_sub) if a.endswith("_layer_id") and a not in kw]:
+            value = get(default, attr)
+            if isinstance(value, int) and value == get(old_sub, attr) != get(sub, attr):
+                kw[attr] = get(sub, attr)
+    if not new_layers or len(layers) != 1:
+        return
+    (old_count,) = layers
+    for name in sorted(vars(default)):
+        value = get(default, name)
+        if name in kw or not name.endswith("_layer_id") or isinstance(value, bool):
+            continue
+        if isinstance(value, int) and new_layers <= value < old_count:
+            kw[name] = value * new_layers // old_count
+
+
 def _fit_head_parts(default, kw: dict[str, Any]) -> None:
     """A head dim that is the sum of its parts in the default (LongCat-Flash's `qk_head_dim`
     192: `qk_nope_head_dim` 128 + `qk_rope_head_dim` 64) stays the sum of the shrunk parts."""
@@ -895,6 +966,7 @@ def shrink_config(default, _undone: frozenset[str] = frozenset(), _forced: Force
     values, the sizes its message names are made equal where they were equal in the default
     (`_tie`), else their shrink is undone, and it is built again."""
     config_cls = type(default)
+    _undone = _undone | KEPT_SIZES.get(getattr(default, "model_type", None), frozenset())
     kw = shrink_kwargs(config_cls, default, _undone, _forced)
     kw = {k: v for k, v in kw.items() if k not in _undone}
     vocab = get(default, "vocab_size")
