@@ -174,7 +174,7 @@ CASES = [
     ("sum bf16", lambda a: a.sum(-1), (r(8, 300, dtype=torch.bfloat16),), True),
     ("sum f16 large", lambda a: a.sum(0), (r(1000, 33, dtype=torch.float16),), True),
     # two reduced dims the iterator cannot merge: CPU accumulates in a float32 buffer, but
-    # only for CPU tensors (fast_ops.cpp, cpu_buffers_reduced_sum): the generic path
+    # only for CPU tensors (fast_ops.cpp, cpu_may_buffer_reduced_sum): the generic path
     (
         "sum bf16 sliced 2 dims",
         lambda a: a.sum((0, 2)),

@@ -97,7 +97,7 @@ def test_double_backward_is_cpus(fmt, affine, dtype):
     """create_graph=True takes CPU's infinitely differentiable formula: first- and
     second-order gradients equal CPU's. (In bfloat16 the second order sums a channels_last
     product over two reduced dims, which CPU accumulates in float32: the fast path's sum
-    hands such sums to the generic path; fast_ops.cpp, cpu_buffers_reduced_sum.)"""
+    hands such sums to the generic path; fast_ops.cpp, cpu_may_buffer_reduced_sum.)"""
     x, go, w, b = _inputs(fmt, dtype, affine)
     _assert_same(_grads("cpu", x, go, w, b, 4, True), _grads(DEVICE, x, go, w, b, 4, True))
 
