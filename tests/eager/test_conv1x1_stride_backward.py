@@ -1,7 +1,7 @@
 """A strided 1x1 convolution's backward on channels_last tensors with few input channels
 (docs/eager.md, "The host's oneDNN defect"): oneDNN issue #6035
 (https://github.com/uxlfoundation/oneDNN/issues/6035) corrupts the heap under one thread and
-hangs (neuron) or gives weight gradients 78 % off (CPU) under two. timm's FastViT stem hits it.
+hangs (neuron) or gives weight gradients 78-88 % off (CPU) under two. timm's FastViT stem hits it.
 The core routes the backward through contiguous copies (csrc/eager/conv_backward.cpp) and
 compiled graphs through the same (compile/host_decompositions.py).
 

@@ -99,7 +99,7 @@ _ONEDNN_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 def hits_onednn_workspace_defect(input, weight, stride, transposed, groups, output_mask) -> bool:
     """Whether CPU's convolution_backward would run oneDNN's defective kernel (oneDNN issue
     #6035, https://github.com/uxlfoundation/oneDNN/issues/6035: heap corruption under one
-    thread, weight gradients 78 % off under two): a strided 1x1 (1x1x1) convolution's weight
+    thread, weight gradients 78-88 % off under two): a strided 1x1 (1x1x1) convolution's weight
     gradient, channels-last, with fewer input channels per group than oneDNN's channel block.
     The same test as eager's (csrc/eager/conv_backward.cpp); keep the two equal."""
     from torch._prims_common import suggest_memory_format

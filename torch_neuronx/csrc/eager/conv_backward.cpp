@@ -7,7 +7,7 @@
 // https://github.com/uxlfoundation/oneDNN/issues/6035). Measured with torch 2.13.0 on this
 // project's AVX2 hosts (FastViT's stem: 3 input channels, stride 2): under one thread, heap
 // corruption ("double free or corruption"); under two, a hang on neuron and, on CPU, weight
-// gradients 78 % off. The same problem with contiguous (nchw) tensors takes oneDNN's blocked
+// gradients 78-88 % off. The same problem with contiguous (nchw) tensors takes oneDNN's blocked
 // path and is right. So in that case the core runs the backward on contiguous copies and
 // gives the gradients back in the memory format CPU's kernel would have given them.
 // (Compiled graphs call the host's kernel directly; compile/host_decompositions.py routes
