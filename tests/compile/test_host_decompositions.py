@@ -110,3 +110,29 @@ def test_neuron_tensors_decompose_as_cpu_tensors(fn, shapes, kept, device):
 
     assert ops(device.type) == ops("cpu")
     assert (kept in ops(device.type)) if kept else "aten.mm.default" not in ops(device.type)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_compiled_group_norm_training_step_matches_cpu_inductor(layout, device):
+    """GroupNorm's backward under backend="neuron" (AOTAutograd traces below the eager
+    AutogradPrivateUse1 kernel of eager/group_norm_autograd.py): CPU Inductor's bits and
+    strides, for the output and every gradient."""
+    gen = torch.Generator().manual_seed(0)
+    x = apply_layout(torch.randn(2, 8, 5, 5, generator=gen), layout)
+    w, b = torch.randn(8, generator=gen), torch.randn(8, generator=gen)
+
+    def step(dev, compiler):
+        # (detached copies: `.to("cpu")` of a CPU tensor is the tensor itself)
+        xx = to_device_keeping_layout(x.detach().clone(memory_format=torch.preserve_format), dev)
+        xx.requires_grad_()
+        ww, bb = w.clone().to(dev).requires_grad_(), b.clone().to(dev).requires_grad_()
+        f = compiler(lambda a, c, d: F.group_norm(a, 4, c, d).square().sum())
+        f(xx, ww, bb).backward()
+        return xx.grad, ww.grad, bb.grad
+
+    expected = step("cpu", torch.compile)
+    torch._dynamo.reset()
+    actual = step(device, lambda f: torch.compile(f, backend="neuron"))
+    for e, a in zip(expected, actual, strict=True):
+        assert a.stride() == e.stride()
+        assert torch.equal(a.cpu(), e)
