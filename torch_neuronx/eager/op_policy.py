@@ -141,7 +141,8 @@ _NATIVE_GROUPS: list[tuple[str, Engine, str]] = [
         _upsample_nearest_exact1d_backward _upsample_nearest_exact2d_backward
         _upsample_nearest_exact3d_backward _upsample_bilinear2d_aa _upsample_bicubic2d_aa
         _upsample_bilinear2d_aa_backward _upsample_bicubic2d_aa_backward _upsample_lanczos2d_aa
-        _upsample_lanczos2d_aa_backward""",
+        _upsample_lanczos2d_aa_backward grid_sampler_2d grid_sampler_2d_backward
+        _weight_norm_interface _weight_norm_interface_backward""",
     ),
     ("convolution and pooling", Engine.dma, "im2col col2im"),  # patch rearrangement: data movement
     # Random bits and the dropout mask multiply are element-wise work.
