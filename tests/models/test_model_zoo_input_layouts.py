@@ -10,25 +10,11 @@ model where the input is the rule (no training)."""
 from __future__ import annotations
 
 import torch
+from zoo_support import batch as _batch
 from zoo_support import needs_transformers, shrunk
-
-from torch_neuronx.testing.model_zoo import train_check
+from zoo_support import runs as _runs
 
 pytestmark = needs_transformers
-
-
-def _batch(model_type: str):
-    from torch_neuronx.testing.model_zoo import hf_models, zoo
-
-    zoo.torchvision_shim.install()
-    model, config = hf_models.build(model_type)
-    return model, config, hf_models.inputs(model, config)
-
-
-def _runs(model, batch) -> None:
-    with torch.no_grad():
-        out = model(**batch, **train_check._forward_kwargs(model))
-    assert train_check._floating_leaves(out)
 
 
 def test_feature_sizes_follow_the_patch_grid_of_a_vit_backbone():
