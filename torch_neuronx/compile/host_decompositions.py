@@ -192,36 +192,14 @@ def _(
     )
 
 
-def _convolution_backward(
-    grad_output: torch.Tensor,
-    input: torch.Tensor,
-    weight: torch.Tensor,
-    bias_sizes: list[int],
-    stride: list[int],
-    padding: list[int],
-    dilation: list[int],
-    transposed: bool,
-    output_padding: list[int],
-    groups: int,
-    output_mask: list[bool],
-):
+def _convolution_backward(*args):
+    # (aten.convolution_backward's 11 arguments, passed on as they came)
+    _, input, weight, _, stride, _, _, transposed, _, groups, output_mask = args
     # the cpu branch is none (the host's aten kernel), except around oneDNN #6035, where the
     # graph runs the backward on contiguous copies (as eager does: csrc/eager/conv_backward.cpp)
     if not hits_onednn_workspace_defect(input, weight, stride, transposed, groups, output_mask):
         return NotImplemented
-    grads = convolution_backward_nchw(
-        grad_output,
-        input,
-        weight,
-        bias_sizes,
-        stride,
-        padding,
-        dilation,
-        transposed,
-        output_padding,
-        groups,
-        output_mask,
-    )
+    grads = convolution_backward_nchw(*args)
     return tuple(g if output_mask[i] else None for i, g in enumerate(grads))
 
 
