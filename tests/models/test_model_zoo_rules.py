@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from zoo_support import needs_transformers, shrunk
+from zoo_support import batch, needs_transformers, runs, shrunk
 
 from torch_neuronx.testing.model_zoo import train_check
 
@@ -301,3 +301,27 @@ def test_boxes_have_ordered_corners():
     assert boxes.dtype == torch.long and boxes.shape == (2, 16, 4)
     assert (boxes[..., 2] >= boxes[..., 0]).all() and (boxes[..., 3] >= boxes[..., 1]).all()
     assert shrunk("bros").dim_bbox_projection == 16  # its head dim, as in the default
+
+
+def test_a_base_model_without_a_forward_trains_its_first_sub_model():
+    # BarkModel only generates, through its sub-models (it was "_forward_unimplemented()")
+    model, config, inputs = batch("bark")
+    assert type(model).__name__ == "BarkSemanticModel" and config is model.config
+    runs(model.train(), inputs)
+
+
+def test_tables_a_config_derives_follow_its_shrunk_fields():
+    # FastSpeech 2 builds encoder_config/decoder_config from its fields in __post_init__: the
+    # default's tables passed back undid the shrink (4 conformer layers at dropout 0.2)
+    config = shrunk("fastspeech2_conformer")
+    assert config.encoder_config["layers"] == config.encoder_layers == 2
+    assert config.encoder_config["dropout_rate"] == 0.0
+    assert config.decoder_config["attention_dropout_rate"] == 0.0
+
+
+def test_a_model_that_trains_on_its_targets_is_given_them():
+    # "All labels must be provided to run in training mode" (FastSpeech 2's variance adaptor)
+    model, _, inputs = batch("fastspeech2_conformer")
+    frames = inputs["duration_labels"].sum(1)
+    assert (frames == inputs["spectrogram_labels"].shape[1]).all()
+    runs(model.train(), inputs)

@@ -26,7 +26,9 @@ trajectory. Each input is made by its name, with sizes from the config:
   processor, its video token holding each frame's query tokens; Gemma 4's positioned patches;
 - a task's tokens of the length its config fixes (`task_inputs`, `task_seq_len`); decoder
   tokens in a documented multi-row layout; widths documented as products; a codec's
-  waveform as long as its spectrogram's frames at its stride.
+  waveform as long as its spectrogram's frames at its stride;
+- the training targets of a model that refuses to train without them (FastSpeech 2's
+  durations, pitch, energy and spectrogram).
 """
 
 from __future__ import annotations
@@ -59,6 +61,11 @@ _REGIONS = {"visual_feats": "visual_feat_dim", "visual_pos": "visual_pos_dim"}
 # flat (images, C, H, W), and only the multimodal processor (a tokenizer: not here) groups them.
 # One image per prompt, every token attending to it.
 _GROUPED_IMAGES = {"idefics"}
+# A variance-adaptor text-to-speech model's training targets (FastSpeech 2), per input token:
+# its duration in spectrogram frames (`_FRAMES_PER_TOKEN` each), pitch and energy (one value
+# each); then the target spectrogram over those frames
+_VARIANCE_LABELS = ("duration_labels", "pitch_labels", "energy_labels", "spectrogram_labels")
+_FRAMES_PER_TOKEN = 2
 # A decision transformer's trajectory: (name, config attribute of its width, or 1)
 _TRAJECTORY = (("states", "state_dim"), ("actions", "act_dim"), ("returns_to_go", None))
 
@@ -129,6 +136,10 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
         wanted += [n for n in ("visual_feats", "visual_pos") if n in params]  # LXMERT's regions
     if "encoder_hidden_states" in params and config_value(config, "encoder_hidden_size"):
         wanted.append("encoder_hidden_states")  # a Q-Former cross-attends to image features
+    if "duration_labels" in params and "input_ids" in wanted:
+        # a text-to-speech model with variance predictors refuses to train without its
+        # targets (FastSpeech 2: "All labels must be provided to run in training mode")
+        wanted += list(_VARIANCE_LABELS)
     batch: dict[str, torch.Tensor] = {}
     if inherited == "input_values" and main == "hidden_states":
         batch.update(_conv_stream(model, config, g))
@@ -404,6 +415,14 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
             # len(config.target_layer_ids)", the target's layers concatenated)
             hidden = width
         return {name: torch.randn(BATCH, SEQ, hidden, generator=g)}
+    if name in _VARIANCE_LABELS and "input_ids" in batch:
+        rows, tokens = batch["input_ids"].shape
+        if name == "duration_labels":
+            return {name: torch.full((rows, tokens), _FRAMES_PER_TOKEN, dtype=torch.long)}
+        if name == "spectrogram_labels":
+            bins = config_value(config, "num_mel_bins") or 80
+            return {name: torch.randn(rows, tokens * _FRAMES_PER_TOKEN, bins, generator=g)}
+        return {name: torch.randn(rows, tokens, 1, generator=g)}
     if name == "noise":  # one per patch
         size, patch = (
             config_value(config, "image_size") or hf_shrink.SIZES["image_size"],

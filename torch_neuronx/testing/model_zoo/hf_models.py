@@ -2,7 +2,8 @@
 
 One entry per model type of transformers' ``MODEL_MAPPING_NAMES`` (the ``AutoModel`` table):
 the base model, since every architecture has one and its head-specific variants add little
-beyond a Linear. The config class's defaults are kept and only the sizes are shrunk, where
+beyond a Linear (where the base model has no forward of its own, its first sub-model that
+has one: Bark's semantic model). The config class's defaults are kept and only the sizes are shrunk, where
 the attribute exists: few layers, a small hidden size, few heads and experts, small images
 and sequences, every dropout at 0, by the rules of `hf_shrink`. Nothing is
 downloaded: configs come from the installed library, weights from the seeded initialiser.
@@ -45,7 +46,7 @@ def build(model_type: str, seed: int = 0):
     default = _model_config(top, cls)
     config = shrink_config(default)
     try:
-        return _build(config, seed, cls), config
+        return _trainable(_build(config, seed, cls), config)
     except Exception:
         if not hf_shrink.mixed_kinds(default, config):
             raise
@@ -53,7 +54,25 @@ def build(model_type: str, seed: int = 0):
         # (Gemma 3n's KV-sharing layers, Qwen4's indexer without sizes, Zamba's tied hybrid
         # blocks): its first layers, as the shrink kept before every kind was
         config = shrink_config(default, frozenset({hf_shrink.FIRST_LAYERS}))
-        return _build(config, seed, cls), config
+        return _trainable(_build(config, seed, cls), config)
+
+
+def _trainable(model, config):
+    """`model` and its config; for a base model without a forward of its own (Bark's
+    `BarkModel` only generates, through its sub-models), its first sub-model that has one
+    (Bark's semantic model, a causal text model), with that sub-model's config: the part a
+    training script would train."""
+    if type(model).forward is not torch.nn.Module.forward:
+        return model, config
+    from transformers import PreTrainedModel
+
+    for child in model.children():
+        if (
+            isinstance(child, PreTrainedModel)
+            and type(child).forward is not torch.nn.Module.forward
+        ):
+            return child, child.config
+    return model, config  # nothing trainable: the check reports the missing forward
 
 
 def build_with_inputs(model_type: str, seed: int = 0):

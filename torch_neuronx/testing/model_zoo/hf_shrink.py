@@ -995,6 +995,8 @@ def shrink_config(default, _undone: frozenset[str] = frozenset(), _forced: Force
         if isinstance(text_vocab, int) and _settable(config_cls, name):
             kw[name] = text_vocab - back
     merged = {**default.to_dict(), **kw}
+    for name in _derived_tables(config_cls, default, kw):
+        del merged[name]  # derived again from the shrunk fields (`_derived_tables`)
     _fit_mrope(merged, config_cls)
     merged.pop("model_type", None)
     merged.pop("transformers_version", None)
@@ -1030,6 +1032,31 @@ def shrink_config(default, _undone: frozenset[str] = frozenset(), _forced: Force
             # its rotary table, 4 x the head dim of 32, fills a quarter of the width)
             named |= {n for n in (*_HEADS, "num_key_value_heads") if n in kw}
         return shrink_config(default, _undone | named, _forced)
+
+
+def _derived_tables(config_cls, default, kw: dict[str, Any]) -> list[str]:
+    """Plain-dict attributes the config class derives from its fields and takes no argument
+    for (FastSpeech 2's `encoder_config`/`decoder_config`, built in `__post_init__` from
+    `encoder_layers`, `encoder_dropout_rate`, ...): passed back as they are in the default,
+    they would be set over the derived ones and undo the shrink (4 conformer layers at dropout
+    0.2). Known by being equal in a fresh default instance and not a constructor argument."""
+    fields = set(inspect.signature(config_cls.__init__).parameters)
+    fields |= set(getattr(config_cls, "__dataclass_fields__", {}))
+    tables = [
+        n
+        for n, v in default.to_dict().items()
+        if isinstance(v, dict)
+        and n not in fields
+        and n not in kw
+        and not is_config(get(default, n))
+    ]
+    if not tables:
+        return []
+    try:
+        fresh = config_cls().to_dict()
+    except Exception:  # noqa: BLE001 - no fresh instance to tell derived from given: keep all
+        return []
+    return [n for n in tables if fresh.get(n) == default.to_dict()[n]]
 
 
 def _mixed_kinds(config, kw: dict[str, Any]) -> bool:
