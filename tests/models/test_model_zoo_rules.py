@@ -159,6 +159,8 @@ def _batch(model_type: str):
         ("videoprism_vision_model", {"pixel_values_videos"}),  # (batch, frames, C, H, W)
         ("siglip2_vision_model", {"pixel_values", "pixel_attention_mask", "spatial_shapes"}),
         ("lxmert", {"input_ids", "visual_feats", "visual_pos"}),  # its detected regions
+        ("pe_audio_video", {"input_ids", "input_values"}),  # "at least two of" its modalities
+        ("timm_backbone", {"pixel_values"}),  # its architecture, which the default leaves unset
     ],
 )
 def test_synthetic_batch_follows_the_forward_signature(model_type, expected):

@@ -121,6 +121,11 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
         # an audio-led encoder that fuses a video beside it (PE Audio-Video: its video
         # embedder reads the clip unconditionally)
         wanted.append("pixel_values_videos")
+    if main == "input_ids" and {"pixel_values_videos", "input_values"} <= set(params):
+        # a text, video and audio model that embeds any two of them and refuses one alone
+        # (PE Audio-Video: "At least two of input_ids, pixel_values_videos, or input_values
+        # must be provided"): the audio beside the text
+        wanted.append("input_values")
     if main == "states":
         wanted += [n for n in ("actions", "returns_to_go", "timesteps") if n in params]
     if "input_values" in wanted and "decoder_input_values" in params:

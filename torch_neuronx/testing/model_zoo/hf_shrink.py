@@ -19,8 +19,9 @@ carry them along, each for a whole kind of config rather than one model:
   `num_hidden_layers` is its stage count), a stage count the constructor does not take (Swin's
   `num_layers`, len(depths)) and read-only properties are left alone;
 - values a model needs and the default leaves to the checkpoint or the user are given: a
-  forecast horizon (`prediction_length`), a padding id beside a vocabulary, multimodal RoPE
-  sections (`mrope_section`) fitted to the shrunk rotary dims;
+  forecast horizon (`prediction_length`), a timm backbone's architecture, a padding id
+  beside a vocabulary, multimodal RoPE sections (`mrope_section`) fitted to the shrunk
+  rotary dims;
 - a shrink the config class still rejects (its own validation names the attributes) is
   carried over where the named sizes were equal in the default (Inkling2's
   `vision_config.text_hidden_size` must match `text_config.hidden_size`: both become the
@@ -120,6 +121,10 @@ FIRST_LAYERS = "<first layers>"
 Forced = tuple[tuple[str, Any], ...]
 
 PREDICTION_LENGTH = 4
+# The timm architecture of a backbone wrapper whose config leaves it to the user (TimmBackbone:
+# "backbone is not set in the config. Please set it to a timm model name."): a small ResNet,
+# random weights (the wrapper builds it with pretrained=False)
+TIMM_BACKBONE = "resnet18"
 SEQ = 16  # the synthetic batch's sequence length (hf_inputs)
 WINDOW = 2  # a windowed hierarchy's window, where the shrunk image is smaller than the default's
 
@@ -653,6 +658,8 @@ def shrink_kwargs(
             # a time-series forecast horizon the config leaves to the user (GluonTS-style
             # models raise without one): a short one
             kw[name] = PREDICTION_LENGTH
+        elif name == "backbone" and value is None and "backbone_config" not in accepted:
+            kw[name] = TIMM_BACKBONE  # a timm wrapper left without its architecture
         elif is_config(value):
             # composite models: text/vision/audio sub-configs
             inner = frozenset(n.split(".", 1)[1] for n in undone if n.startswith(f"{name}."))
