@@ -10,11 +10,12 @@ loaded when Dynamo first asks for it, or on first access of ``neuron_backend`` /
 from __future__ import annotations
 
 from .dynamo_metrics import get_dynamo_metrics, get_graph_counts, reset_dynamo_metrics
-from .legality import NeuronCompileError
+from .legality import NeuronCompileError, NonNativeOpsError
 
 __all__ = [
     "neuron_backend",
     "NeuronCompileError",
+    "NonNativeOpsError",
     "get_dynamo_metrics",
     "get_graph_counts",
     "reset_dynamo_metrics",

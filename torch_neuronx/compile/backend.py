@@ -368,7 +368,9 @@ class _GraphCompile:
             return
         if self.opts.fallback_execution:
             raise _RunEagerly(illegal)
-        raise NeuronCompileError(legality.format_error(self.name, illegal))
+        raise legality.NonNativeOpsError(
+            legality.format_error(self.name, illegal), [item.op for item in illegal]
+        )
 
     def partition(self, joint_gm, joint_inputs, **kwargs):
         self.check_legality(joint_gm)

@@ -29,6 +29,15 @@ class NeuronCompileError(RuntimeError):
     """A graph could not be compiled by the ``neuron`` backend."""
 
 
+class NonNativeOpsError(NeuronCompileError):
+    """A graph holds ops that are not native on Neuron (the compile policy refuses it unless
+    `fallback_execution` is on); `ops` names them, as "aten::name"."""
+
+    def __init__(self, message: str, ops: list[str]):
+        super().__init__(message)
+        self.ops = ops
+
+
 @dataclass
 class IllegalOp:
     op: str  # e.g. "aten::linalg_qr"

@@ -7,6 +7,12 @@ A model is outside the sweep when
    the device with): recorded as ``cpu_error`` with CPU's error, by rule, not by name; or
 2. it is listed in `EXCLUDED` below, with its reason.
 
+A compiled model whose graph holds an op that is not native on Neuron is refused by the
+documented compile policy (docs/compile.md, "Non-native ops"; e.g. the explicit host
+fallback `linalg_solve_triangular` of Qwen3-Next's gated delta rule): by rule, not by name,
+it is run again with ``options={"fallback_execution": True}`` and reported as
+``policy_pass`` when it then matches CPU (train_check.Outcome).
+
 `KNOWN_FAILURES` lists the failures of models inside the sweep that an open issue covers,
 with that issue's error: the CI sample marks them xfail(strict=True), so a fix flips them.
 """

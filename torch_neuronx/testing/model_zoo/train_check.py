@@ -47,7 +47,7 @@ from typing import Any
 
 import torch
 
-from torch_neuronx.compile import dynamo_metrics
+from torch_neuronx.compile import NonNativeOpsError, dynamo_metrics
 from torch_neuronx.eager import tracking
 
 STEPS = 2
@@ -61,8 +61,11 @@ MULTIPLIER = 3.0
 @dataclass
 class Outcome:
     """One model in one mode. `status`: ``pass``, ``fail`` (a mismatch or a device error),
-    or ``cpu_error`` (the reference itself failed, crashed its process -- sweep.py tells by
-    the phase -- or is not finite: the model is outside the sweep)."""
+    ``policy_pass`` (compiled: the default compile refuses a graph by the documented compile
+    policy, an op in it not native on Neuron, `refused_ops`; with
+    ``options={"fallback_execution": True}``, which the error advises, the model matches
+    CPU), or ``cpu_error`` (the reference itself failed, crashed its process -- sweep.py tells
+    by the phase -- or is not finite: the model is outside the sweep)."""
 
     model: str
     mode: str  # "eager" or "compiled"
@@ -75,6 +78,7 @@ class Outcome:
     grad_rel: float = 0.0
     seconds: float = 0.0  # wall time of the device side (its compile included)
     fp64_judged: bool = False  # passed on the float64 reference's judgement (module doc)
+    refused_ops: list[str] = field(default_factory=list)  # ops the compile policy refused
 
     # the device run's losses and gradients, kept for the float64 judgement (not reported)
     dev: Any = field(default=None, repr=False)
@@ -235,15 +239,21 @@ def _train_fp64(fresh, batch, kwargs):
         return None
 
 
+def _root(exc: BaseException) -> BaseException:
+    """The root cause of `exc`: Dynamo's BackendCompilerFailed keeps the backend's error as
+    inner_exception, others chain it as __cause__."""
+    root = exc
+    while True:
+        inner = getattr(root, "inner_exception", None) or root.__cause__
+        if inner is None or inner is root:
+            return root
+        root = inner
+
+
 def _error(exc: BaseException) -> str:
     """Where a failure comes from: the root cause's type and first message line (a backend
     failure wraps the real error), and the innermost frame that raised it outside torch."""
-    root = exc
-    while True:  # Dynamo's BackendCompilerFailed keeps the backend's error as inner_exception
-        inner = getattr(root, "inner_exception", None) or root.__cause__
-        if inner is None or inner is root:
-            break
-        root = inner
+    root = _root(exc)
     msg = [line for line in str(root).strip().splitlines() if line.strip()]
     head = f"{type(root).__name__}: {msg[0] if msg else ''}"[:300]
     # the backend lists what it could not compile as "  - aten::op: policy ..." lines under
@@ -309,6 +319,8 @@ def check(
                     outcome.detail = f"passed against float64; float32 bound: {outcome.detail}"
         if outcome.status == "fail" and outcome.dev is not None and mode == "compiled":
             _judge_by_cpu_inductor(outcome, fresh, batch, kwargs)
+        if outcome.status == "pass" and outcome.refused_ops:
+            outcome.status = "policy_pass"
         outcome.dev = None
         outcomes.append(outcome)
     return outcomes
@@ -343,6 +355,16 @@ def _judge_by_cpu_inductor(outcome: Outcome, fresh, batch, kwargs) -> None:
         outcome.detail = f"passed against CPU Inductor; CPU eager: {outcome.detail}"
 
 
+def _device_train(mode, fresh, batch, kwargs, device, options=None):
+    """The steps on `device`, eager or compiled (with the backend `options`)."""
+    model = copy.deepcopy(fresh).to(device)
+    dev_batch = {k: v.to(device) for k, v in batch.items()}
+    module = (
+        torch.compile(model, backend="neuron", options=options) if mode == "compiled" else model
+    )
+    return _train(model, lambda **b: module(**b, **kwargs), dev_batch)
+
+
 def _check_mode(name, mode, fresh, batch, kwargs, ref, device) -> Outcome:
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
@@ -351,13 +373,30 @@ def _check_mode(name, mode, fresh, batch, kwargs, ref, device) -> Outcome:
     outcome = Outcome(name, mode, "pass")
     start = time.perf_counter()
     try:
-        model = copy.deepcopy(fresh).to(device)
-        dev_batch = {k: v.to(device) for k, v in batch.items()}
-        module = torch.compile(model, backend="neuron") if mode == "compiled" else model
-        dev = _train(model, lambda **b: module(**b, **kwargs), dev_batch)
+        try:
+            dev = _device_train(mode, fresh, batch, kwargs, device)
+        except Exception as exc:
+            refused = _root(exc)
+            if not isinstance(refused, NonNativeOpsError):
+                raise
+            # refused by the documented compile policy: run it as the error advises, so the
+            # sweep still says whether the model trains right with the op's graph eager
+            outcome.refused_ops = sorted(set(refused.ops))
+            outcome.detail = (
+                f"the default compile refuses {', '.join(outcome.refused_ops)} (not native on "
+                "Neuron); with options={'fallback_execution': True}: "
+            )
+            torch._dynamo.reset()
+            dynamo_metrics.reset_dynamo_metrics()
+            dev = _device_train(mode, fresh, batch, kwargs, device, {"fallback_execution": True})
         detail, outcome.loss_rel, outcome.grad_rel = _compare(ref, dev)
         if detail:
-            outcome.status, outcome.detail, outcome.dev = "fail", detail, dev
+            outcome.status, outcome.dev = "fail", dev
+            outcome.detail += detail
+        elif outcome.refused_ops:
+            records = dynamo_metrics.get_dynamo_metrics()
+            eager = sum(r.get("cache") == "fallback" for r in records)
+            outcome.detail += f"matches CPU ({eager} of {len(records)} graphs ran eagerly)"
     except Exception as exc:  # noqa: BLE001 - a device failure is this model's result
         outcome.status, outcome.detail = "fail", _error(exc)
     outcome.seconds = round(time.perf_counter() - start, 1)
