@@ -83,7 +83,7 @@ _NATIVE_GROUPS: list[tuple[str, Engine, str]] = [
         nll_loss2d_backward mse_loss mse_loss_backward l1_loss smooth_l1_loss
         smooth_l1_loss_backward huber_loss huber_loss_backward binary_cross_entropy
         binary_cross_entropy_backward binary_cross_entropy_with_logits soft_margin_loss
-        soft_margin_loss_backward kl_div""",
+        soft_margin_loss_backward kl_div _prelu_kernel_backward rrelu_with_noise_backward""",
     ),
     (
         "matmul family (TensorE)",
