@@ -327,3 +327,9 @@ def test_a_model_that_trains_on_its_targets_is_given_them():
     frames = inputs["duration_labels"].sum(1)
     assert (frames == inputs["spectrogram_labels"].shape[1]).all()
     runs(model.train(), inputs)
+
+
+def test_a_hybrid_left_without_layer_kinds_gets_one_of_each():
+    # LFM2-MoE indexes config.layer_types, which its default leaves None
+    config = shrunk("lfm2_moe")
+    assert config.layer_types == ["conv", "full_attention"] and config.num_hidden_layers == 2

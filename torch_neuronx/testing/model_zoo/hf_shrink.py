@@ -114,6 +114,12 @@ SIZES: dict[str, int] = {
 #   `task_project` only where `class_embed_dim != decoder_hidden_dim` but calls it always
 #   (transformers' code assumes the two differ, as in every checkpoint).
 KEPT_SIZES = {"omdet-turbo": frozenset({"d_model"})}
+# Layer kinds of hybrid models whose default config leaves `layer_types` to the checkpoint
+# (None) while the modeling code indexes it, a table for want of a general sign (each with
+# its reason): one layer of each kind, in the order the kinds are named.
+# - lfm2_moe: `config.layer_types[layer_idx] != "conv"` picks a short-convolution or an
+#   attention block (its dense sibling LFM2 derives the list; LFM2-MoE's config does not).
+UNSET_LAYER_KINDS = {"lfm2_moe": ("conv", "full_attention")}
 
 # in `undone`: keep the first layers only, not one of each kind (`_kept_layers`)
 FIRST_LAYERS = "<first layers>"
@@ -306,7 +312,8 @@ def _fill_unset(default, kw: dict[str, Any], accepted: set[str]) -> None:
     heads (None meant "as many as the heads", Nemotron's config keeps the None), and the
     experts each token is routed to in a mixture of experts (DeepSeek V2 leaves it to the
     checkpoint; a top-k of None fails). Not a None expert count: that means a dense model.
-    And a default the user is asked to pick among listed options."""
+    A default the user is asked to pick among listed options. A hybrid's unset layer kinds
+    (`UNSET_LAYER_KINDS`)."""
     heads = kw.get("num_attention_heads", get(default, "num_attention_heads"))
     if "num_key_value_heads" in accepted and get(default, "num_key_value_heads", 0) is None:
         if isinstance(heads, int) and _settable(type(default), "num_key_value_heads"):
@@ -322,6 +329,10 @@ def _fill_unset(default, kw: dict[str, Any], accepted: set[str]) -> None:
     if "num_experts_per_tok" in accepted and get(default, "num_experts_per_tok", 0) is None:
         if any(isinstance(kw.get(n, get(default, n)), int) for n in experts):
             kw["num_experts_per_tok"] = SIZES["num_experts_per_tok"]
+    kinds = UNSET_LAYER_KINDS.get(getattr(default, "model_type", None))
+    if kinds and get(default, "layer_types", 0) is None:
+        layers = kw.get("num_hidden_layers", get(default, "num_hidden_layers"))
+        kw["layer_types"] = [kinds[i % len(kinds)] for i in range(layers)]
 
 
 def _fit_factors(default, kw: dict[str, Any], accepted: set[str], config_cls) -> None:
