@@ -333,3 +333,46 @@ def test_a_hybrid_left_without_layer_kinds_gets_one_of_each():
     # LFM2-MoE indexes config.layer_types, which its default leaves None
     config = shrunk("lfm2_moe")
     assert config.layer_types == ["conv", "full_attention"] and config.num_hidden_layers == 2
+
+
+class _Unstable(torch.nn.Module):
+    """Runs forward, but its gradients overflow (as D-FINE's stem at 32 px gives 1e9
+    gradients at step 0 and NaN at step 1)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.full((4,), 1e-20))
+
+    def forward(self, x):
+        return x / self.w
+
+
+def test_the_image_side_search_wants_a_model_that_trains_to_finite_values():
+    from torch_neuronx.testing.model_zoo import hf_models
+
+    batch = {"x": torch.ones(2, 4)}
+    assert not hf_models._runs(_Unstable(), batch)  # its forward alone runs
+    model, _ = _tiny_wrapped()
+    assert hf_models._runs(model, {"x": torch.randn(3, 8)})
+
+
+class _MaskedLogits(torch.nn.Module):
+    """Logits padded with -inf to a fixed width (Grounding DINO's text logits)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        logits = self.lin(x)
+        pad = torch.full((x.shape[0], 3), float("-inf"), device=x.device)
+        return torch.cat([logits, pad], dim=1)
+
+
+def test_logits_masked_to_minus_infinity_leave_the_loss_finite():
+    def build():
+        torch.manual_seed(0)
+        return _MaskedLogits(), {"x": torch.randn(3, 8)}
+
+    (outcome,) = train_check.check("test:masked_logits", build, modes=("eager",))
+    assert outcome.status == "pass", outcome.detail  # was cpu_error: loss NaN (-inf x 0)

@@ -12,11 +12,10 @@ downloaded: configs come from the installed library, weights from the seeded ini
 from __future__ import annotations
 
 import copy
-import inspect
 
 import torch
 
-from torch_neuronx.testing.model_zoo import hf_inputs, hf_shrink
+from torch_neuronx.testing.model_zoo import hf_inputs, hf_shrink, train_check
 
 # The synthetic batch (`hf_inputs`): its size, and token ids drawn below the shrunk vocabulary
 # (or the config's, if smaller) so no id reaches a special embedding out of range.
@@ -77,9 +76,10 @@ def _trainable(model, config):
 
 def build_with_inputs(model_type: str, seed: int = 0):
     """The seeded model of `model_type`, its config and batch, at the smallest image side of
-    `hf_shrink.IMAGE_SIDES` (at most the default config's image size) at which a forward of a
-    copy of the model on its image batch runs on CPU: a 32 px image is too small for a model
-    whose strides and pooling leave nothing of it (MobileViTv2, PP-OCR's recognizers). A model
+    `hf_shrink.IMAGE_SIDES` (at most the default config's image size) at which a copy of the
+    model trains on its image batch on CPU to finite values: a 32 px image is too small for a
+    model whose strides and pooling leave nothing of it (MobileViTv2, PP-OCR's recognizers),
+    or whose batch norms see too few values (D-FINE). A model
     without an image input, or that fails at every side, is built at the first side (its
     error is then the one a 32 px image gives)."""
     first = None
@@ -104,18 +104,17 @@ def _image_cap(model_type: str) -> int:
 
 
 def _runs(model, batch) -> bool:
-    """Whether a forward of a copy of `model` (training mode, as the check runs it; the copy
-    so that no batch-norm statistics move) on `batch` runs."""
-    probe = copy.deepcopy(model).train()
-    kwargs = (
-        {"use_cache": False} if "use_cache" in inspect.signature(probe.forward).parameters else {}
-    )
+    """Whether a copy of `model` (the copy so that its weights and batch-norm statistics do
+    not move) trains on `batch` as the check trains it, to finite losses and gradients: at a
+    small image a model may run and still not train (D-FINE's HGNetV2 stem at 32 px: batch
+    norms over 2 values per channel give 1e9 gradients at step 0 and NaN at step 1)."""
+    probe = copy.deepcopy(model)
+    kwargs = train_check._forward_kwargs(probe)
     try:
-        with torch.no_grad():
-            probe(**batch, **kwargs)
+        ref = train_check._train(probe, lambda **b: probe(**b, **kwargs), batch)
     except Exception:  # noqa: BLE001 - any failure: the next side, or the check reports it
         return False
-    return True
+    return not train_check._not_finite(ref)
 
 
 def _model_class(config):

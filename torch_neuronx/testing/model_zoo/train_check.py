@@ -9,6 +9,7 @@ is CPU eager; the device side runs eager or under ``torch.compile(backend="neuro
 The loss is a fixed random projection of every floating output (a seeded weight per output
 shape), not the outputs' mean: the mean of a normalised output (LayerNorm, RMSNorm) has a
 gradient that is zero up to rounding, which would compare rounding noise with rounding noise.
+Infinite entries (logits a model masks to -inf by design) are left out of it; NaNs are not.
 
 Tolerances (float32): a loss within `RTOL` relative; a gradient `g` against the reference `r`
 within ``||g - r|| <= RTOL * max(||r||, FLOOR * mean_norm)``, where `mean_norm` is the mean
@@ -121,7 +122,12 @@ class _Loss:
                 self._weights[key] = _projection(t.shape, i).to(t.device)
             # float64 outputs (the float64 reference run) keep their precision
             dtype = torch.float64 if t.dtype == torch.float64 else torch.float32
-            term = (t.to(dtype) * self._weights[key].to(dtype)).mean()
+            t = t.to(dtype)
+            if torch.isinf(t).any():
+                # logits masked to -inf by design (Grounding DINO pads its text logits to
+                # max_text_len with -inf): the loss reads the other positions; a NaN stays
+                t = t.masked_fill(torch.isinf(t).detach(), 0.0)
+            term = (t * self._weights[key].to(dtype)).mean()
             total = term if total is None else total + term
         return total
 
