@@ -160,6 +160,8 @@ def _batch(model_type: str):
         ("siglip2_vision_model", {"pixel_values", "pixel_attention_mask", "spatial_shapes"}),
         ("lxmert", {"input_ids", "visual_feats", "visual_pos"}),  # its detected regions
         ("pe_audio_video", {"input_ids", "input_values"}),  # "at least two of" its modalities
+        ("muse_spark", {"input_ids"}),  # ... but not where audio goes in at an audio token
+        ("voxtral_realtime", {"input_ids", "input_features"}),  # audio added position-wise
         ("timm_backbone", {"pixel_values"}),  # its architecture, which the default leaves unset
     ],
 )

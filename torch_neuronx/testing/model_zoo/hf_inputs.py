@@ -28,7 +28,9 @@ trajectory. Each input is made by its name, with sizes from the config:
   tokens in a documented multi-row layout; widths documented as products; a codec's
   waveform as long as its spectrogram's frames at its stride;
 - the training targets of a model that refuses to train without them (FastSpeech 2's
-  durations, pitch, energy and spectrogram).
+  durations, pitch, energy and spectrogram); the audio beside the text of a model that takes
+  two modalities side by side (PE Audio-Video) or adds them position by position (Voxtral
+  Realtime: as many spectrogram frames per token as its encoder strides and downsamples).
 """
 
 from __future__ import annotations
@@ -121,11 +123,19 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
         # an audio-led encoder that fuses a video beside it (PE Audio-Video: its video
         # embedder reads the clip unconditionally)
         wanted.append("pixel_values_videos")
+    if main == "input_ids" and {"input_features", "encoder_inputs_embeds"} <= set(params):
+        # a streaming speech model that adds its audio to the text position by position and
+        # refuses the text alone (Voxtral Realtime: "You must specify exactly one of
+        # input_features or encoder_inputs_embeds"): a spectrogram of as many frames as the
+        # text has tokens once the encoder's strides and downsampling are applied
+        wanted.append("input_features")
     if main == "input_ids" and {"pixel_values_videos", "input_values"} <= set(params):
-        # a text, video and audio model that embeds any two of them and refuses one alone
-        # (PE Audio-Video: "At least two of input_ids, pixel_values_videos, or input_values
-        # must be provided"): the audio beside the text
-        wanted.append("input_values")
+        if not any(n in dir(config) for n in _MODALITY_TOKENS["input_values"]):
+            # a text, video and audio model that embeds any two of them side by side and
+            # refuses one alone (PE Audio-Video: "At least two of input_ids,
+            # pixel_values_videos, or input_values must be provided"): the audio beside the
+            # text. (A model with an audio token, MuseSpark, splices audio into the prompt.)
+            wanted.append("input_values")
     if main == "states":
         wanted += [n for n in ("actions", "returns_to_go", "timesteps") if n in params]
     if "input_values" in wanted and "decoder_input_values" in params:
@@ -370,6 +380,17 @@ def _make(name: str, model, config, g, batch) -> dict[str, torch.Tensor]:
         # the padding mask of a second token input (OmDet-Turbo's classes_input_ids): all kept
         ids = batch[f"{name[: -len('_attention_mask')]}_input_ids"]
         return {name: torch.ones(ids.shape, dtype=torch.long)}
+    if (
+        name == "input_features"
+        and "encoder_inputs_embeds" in _params(model)
+        and "input_ids" in batch
+    ):
+        # (the streaming rule of `inputs`): frames = tokens x conv strides x downsampling
+        strides = math.prod(m.stride[0] for m in model.modules() if isinstance(m, torch.nn.Conv1d))
+        frames = (
+            batch["input_ids"].shape[1] * strides * (config_value(config, "downsample_factor") or 1)
+        )
+        return {name: torch.randn(BATCH, _bins(config), frames, generator=g)}
     if name in ("input_features", "audio_mel"):
         frames_second = _frames_second(config, model, name)
         features = _spectrogram(config, g, name, frames_second)
