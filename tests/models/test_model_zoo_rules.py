@@ -378,3 +378,10 @@ def test_logits_masked_to_minus_infinity_leave_the_loss_finite():
 
     (outcome,) = train_check.check("test:masked_logits", build, modes=("eager",))
     assert outcome.status == "pass", outcome.detail  # was cpu_error: loss NaN (-inf x 0)
+
+
+def test_vision_layers_a_sibling_reads_follow_the_shrunk_tower():
+    # Molmo2's adapter reads vision layers [24, 18] of 25, and its config checks they exist
+    config = shrunk("molmo2")
+    layers = config.vision_config.num_hidden_layers
+    assert all(0 <= i < layers for i in config.adapter_config.vision_feature_layer)

@@ -697,6 +697,7 @@ def shrink_kwargs(
     _fit_concatenated(default, kw, accepted, config_cls)
     _fit_tower_widths(default, kw, accepted, config_cls)
     _fit_head_parts(default, kw)
+    _fit_feature_layers(default, kw)
     _fit_layer_ids(default, kw, new_layers)
     _fit_layer_index(default, kw, layers, new_layers)
     kw.update((n, v) for n, v in forced if "." not in n)
@@ -963,6 +964,36 @@ def _fit_layer_index(default, kw: dict[str, Any], layers: set, new_layers: int |
             continue
         if isinstance(value, int) and new_layers <= value < old_count:
             kw[name] = value * new_layers // old_count
+
+
+def _fit_feature_layers(default, kw: dict[str, Any]) -> None:
+    """The vision tower's layers a sibling sub-config reads (`vision_feature_layer`: Molmo2's
+    adapter reads layers [24, 18] of 25, and its config checks they exist), where an index is
+    past the shrunk tower, mapped onto it at its relative depth (-> [1, 1] of 2); indices still
+    in range, and negative ones, are left as they are. (A composite's own list, LLaVA-style,
+    is indexed into the hidden states with Python's wrap-around and is left alone: VipLlava's
+    [-2, -5, -8, -11, 6] runs as it is.)"""
+    old_vision, new_vision = get(default, "vision_config"), kw.get("vision_config")
+    if not (is_config(old_vision) and is_config(new_vision)):
+        return
+    old_n = get(old_vision, "num_hidden_layers")
+    new_n = get(new_vision, "num_hidden_layers")
+    if not (isinstance(old_n, int) and isinstance(new_n, int) and 0 < new_n < old_n):
+        return
+
+    def fit(value):
+        if isinstance(value, int) and not isinstance(value, bool) and value > new_n:
+            return value * new_n // old_n
+        if isinstance(value, list | tuple) and any(fit(v) != v for v in value):
+            return type(value)(fit(v) for v in value)
+        return value
+
+    name = "vision_feature_layer"
+    for sub_name, sub in kw.items():
+        if sub_name != "vision_config" and is_config(sub) and hasattr(sub, name):
+            value = getattr(sub, name)
+            if fit(value) != value:
+                setattr(sub, name, fit(value))
 
 
 def _fit_head_parts(default, kw: dict[str, Any]) -> None:
