@@ -385,3 +385,10 @@ def test_vision_layers_a_sibling_reads_follow_the_shrunk_tower():
     config = shrunk("molmo2")
     layers = config.vision_config.num_hidden_layers
     assert all(0 <= i < layers for i in config.adapter_config.vision_feature_layer)
+
+
+def test_modality_adapters_project_to_the_shrunk_text_width():
+    # Dots3 Note's config checks its vision and audio adapters output the text width (5120)
+    config = shrunk("dots3_note")
+    width = config.text_config.hidden_size
+    assert config.vision_config.adapter_out_dim == width == config.audio_config.adapter_out_dim

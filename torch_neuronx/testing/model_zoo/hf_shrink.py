@@ -698,6 +698,7 @@ def shrink_kwargs(
     _fit_tower_widths(default, kw, accepted, config_cls)
     _fit_head_parts(default, kw)
     _fit_feature_layers(default, kw)
+    _fit_adapter_outputs(default, kw)
     _fit_layer_ids(default, kw, new_layers)
     _fit_layer_index(default, kw, layers, new_layers)
     kw.update((n, v) for n, v in forced if "." not in n)
@@ -964,6 +965,25 @@ def _fit_layer_index(default, kw: dict[str, Any], layers: set, new_layers: int |
             continue
         if isinstance(value, int) and new_layers <= value < old_count:
             kw[name] = value * new_layers // old_count
+
+
+def _fit_adapter_outputs(default, kw: dict[str, Any]) -> None:
+    """A modality tower's adapter that projects into the text model (`adapter_out_dim`: Dots3
+    Note's vision and audio adapters, 5120 = its text width, which its config checks) keeps
+    projecting to the text model's width once both are shrunk."""
+    old_text, new_text = get(default, "text_config"), kw.get("text_config")
+    if not (is_config(old_text) and is_config(new_text)):
+        return
+    old_w, new_w = get(old_text, "hidden_size"), get(new_text, "hidden_size")
+    if not (isinstance(old_w, int) and isinstance(new_w, int) and old_w != new_w):
+        return
+    for sub_name, sub in kw.items():
+        old_sub = get(default, sub_name)
+        if sub_name == "text_config" or not (is_config(sub) and is_config(old_sub)):
+            continue
+        for name in [n for n in vars(old_sub) if "adapter" in n and n.endswith("out_dim")]:
+            if get(old_sub, name) == old_w and get(sub, name) != new_w:
+                setattr(sub, name, new_w)
 
 
 def _fit_feature_layers(default, kw: dict[str, Any]) -> None:
