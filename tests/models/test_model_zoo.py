@@ -84,7 +84,9 @@ def test_model_trains_like_cpu(model, mode):
     row = _outcome(model, mode)
     if row["status"] == "cpu_error":
         pytest.skip(f"outside the sweep by policy: the CPU reference fails: {row['detail']}")
-    assert row["status"] == "pass", f"{model} {mode}: {row['detail']}"
+    # policy_pass: the default compile refuses it by the documented policy (a non-native op),
+    # and with fallback_execution, as the error advises, it trains like CPU (train_check)
+    assert row["status"] in ("pass", "policy_pass"), f"{model} {mode}: {row['detail']}"
 
 
 # The check itself: it must see a wrong gradient, and pass a model that is right.
