@@ -162,6 +162,7 @@ def _batch(model_type: str):
         ("pe_audio_video", {"input_ids", "input_values"}),  # "at least two of" its modalities
         ("muse_spark", {"input_ids"}),  # ... but not where audio goes in at an audio token
         ("voxtral_realtime", {"input_ids", "input_features"}),  # audio added position-wise
+        ("funnel", {"input_ids"}),  # two base classes in AutoModel's table: its own choice
         ("timm_backbone", {"pixel_values"}),  # its architecture, which the default leaves unset
     ],
 )

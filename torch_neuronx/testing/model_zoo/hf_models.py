@@ -119,13 +119,16 @@ def _runs(model, batch) -> bool:
 
 def _model_class(config):
     """AutoModel's base model class for `config`; None where it has none (AutoModel then says
-    so when the model is built)."""
+    so when the model is built) or several."""
     from transformers import AutoModel
 
     try:
-        return AutoModel._model_mapping[type(config)]
+        cls = AutoModel._model_mapping[type(config)]
     except KeyError:
         return None
+    # several base classes (Funnel's full and base models): AutoModel picks one by the
+    # config's `architectures`, so the choice stays AutoModel's
+    return cls if isinstance(cls, type) else None
 
 
 def _model_config(config, cls):
