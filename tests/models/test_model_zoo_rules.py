@@ -257,6 +257,8 @@ def test_a_reference_that_is_not_finite_is_outside_the_sweep():
 
 def test_random_draws_are_off_or_shared():
     assert shrunk("phimoe").router_jitter_noise == 0.0  # a router's jitter noise
+    vits = shrunk("vits")  # a sampler's noise, drawn partly on CPU and partly on the device
+    assert vits.noise_scale == 0.0 == vits.noise_scale_duration
     _, batch = _batch("vit_mae")  # ViTMAE's masking noise: drawn once, given to both devices
     assert batch["noise"].shape == (2, batch["pixel_values"].shape[-1] ** 2 // 16**2)
 

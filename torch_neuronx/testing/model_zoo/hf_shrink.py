@@ -2,9 +2,9 @@
 
 The config class's defaults are kept and only the sizes are shrunk, where the attribute exists:
 few layers, a small hidden size, few heads and experts, small images and sequences, every
-dropout (and LayerDrop, drop path, SpecAugment masking, router jitter) at 0 (CPU and neuron draw from
-different generators, so a random mask would differ between them and say nothing about the
-device). A shrink must keep the invariants the default config satisfied, so the rules below
+dropout (and LayerDrop, drop path, SpecAugment masking, router jitter, a sampler's noise scale)
+at 0 (CPU and neuron draw from different generators, so a random mask would differ between
+them and say nothing about the device). A shrink must keep the invariants the default config satisfied, so the rules below
 carry them along, each for a whole kind of config rather than one model:
 
 - sizes that were equal stay equal (key/value heads equal to the heads: multi-head attention,
@@ -823,9 +823,16 @@ def _fit_siblings(default, kw: dict[str, Any], undone: frozenset[str], forced: F
 
 def _is_random(name: str) -> bool:
     """Rates of random draws made in training: SpecAugment's mask_*_prob, a router's jitter
-    noise (PhiMoE's router_jitter_noise). (ViTMAE's masking takes its noise as an input:
-    `hf_inputs` gives it one, so its mask_ratio stays.)"""
-    return (name.startswith("mask_") and name.endswith("_prob")) or "jitter" in name
+    noise (PhiMoE's router_jitter_noise), a sampler's noise scale (VITS's `noise_scale` and
+    `noise_scale_duration`: its flow starts from `torch.randn_like` of a device tensor, drawn
+    from the device's generator, while its duration noise is drawn on CPU and moved, so the
+    two sides' draws differ as CPU and CUDA ones do). (ViTMAE's masking takes its noise as an
+    input: `hf_inputs` gives it one, so its mask_ratio stays.)"""
+    return (
+        (name.startswith("mask_") and name.endswith("_prob"))
+        or "jitter" in name
+        or name.startswith("noise_scale")
+    )
 
 
 def _token_ids_fit(config, vocab: int) -> bool:
