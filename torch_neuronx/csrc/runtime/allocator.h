@@ -19,6 +19,11 @@ c10::Allocator* neuron_allocator();
 // device itself for neuron storages, CPU for memory handed to CPU kernels that run on
 // the emulated core (see host_alias.h).
 c10::DataPtr allocate_on(int device, size_t nbytes, c10::Device label);
+// Whether `dp` is device memory from allocate_on; share_device_memory(dp) is one more owner of
+// those bytes (the block returns to its pool when the last owner lets go), so a host alias can
+// keep them alive without holding a reference to the neuron storage (host_alias.cpp).
+bool is_device_memory(const c10::DataPtr& dp);
+c10::DataPtr share_device_memory(const c10::DataPtr& dp, c10::Device label);
 
 // Host workspace for a CPU kernel running for `device` (what allocation routing hands out):
 // host memory, counted in memory_stats' `host_workspace.*`, never against the device's capacity.

@@ -162,6 +162,12 @@ struct Block {
   Block* next = nullptr;
   Block* bin_prev = nullptr;  // list links of SizeBins (free small-pool blocks only)
   Block* bin_next = nullptr;
+  // Owners of an allocated device block's memory: the neuron storage, plus the host aliases
+  // that read it (host_alias.cpp). They co-own the memory, not the neuron StorageImpl, so a
+  // neuron tensor stays the sole owner of its storage as a CPU tensor is (PyTorch reads
+  // `storage().use_count() == 1`, e.g. to accumulate a gradient in place). The block goes
+  // back to its pool when the last owner lets go (delete_device_block).
+  std::atomic<int> owners{0};
 };
 
 inline Block* new_block(int device, bool small) {

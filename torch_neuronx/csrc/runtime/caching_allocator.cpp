@@ -298,6 +298,7 @@ void free_block(Block* b) {
 // The deleter of device memory: the DataPtr's context is its Block.
 void delete_device_block(void* ctx) noexcept {
   Block* b = static_cast<Block*>(ctx);
+  if (b->owners.fetch_sub(1, std::memory_order_acq_rel) > 1) return;  // a co-owner remains
   // b->ptr read first, for the message: a failed free may have merged `b` already
   release_or_report(b->ptr, [b] { free_block(b); });
 }
@@ -335,10 +336,19 @@ c10::DataPtr allocate_on(int device, size_t nbytes, c10::Device label) {
   if (nbytes == 0) return c10::DataPtr(nullptr, label);
   auto ctx = memory_history_context(/*at_free=*/false);
   Block* b = a.allocate(nbytes, ctx);
+  b->owners.store(1, std::memory_order_relaxed);  // the storage this DataPtr goes to
   if (C10_UNLIKELY(memory_history_enabled() || c10::memoryProfilingEnabled())) {
     report_block(a, b->ptr, b->size, /*alloc=*/true, ctx);
   }
   return c10::DataPtr(b->ptr, b, &delete_device_block, label);
+}
+
+bool is_device_memory(const c10::DataPtr& dp) { return dp.get_deleter() == &delete_device_block; }
+
+c10::DataPtr share_device_memory(const c10::DataPtr& dp, c10::Device label) {
+  Block* b = static_cast<Block*>(dp.get_context());
+  b->owners.fetch_add(1, std::memory_order_relaxed);
+  return c10::DataPtr(dp.get(), b, &delete_device_block, label);
 }
 
 int device_of_ptr(const void* ptr) {

@@ -23,6 +23,21 @@ c10::DataPtr keepalive_ptr(const c10::Storage& s, c10::Device label) {
   return c10::DataPtr(const_cast<void*>(s.data()), impl, &release_storage_ref, label);
 }
 
+// A DataPtr that keeps the bytes of neuron storage `s` alive by co-owning what owns them, not
+// `s` itself: the device block (Block::owners), or the host storage a neuron storage adopted
+// (a kernel's output, kept alive by `release_storage_ref`). So the neuron storage keeps a use
+// count of one, as a CPU tensor's does, while its alias lives (allocator.h, share_device_memory).
+c10::DataPtr co_owner_ptr(const c10::Storage& s, c10::Device label) {
+  const c10::DataPtr& dp = s.data_ptr();
+  if (is_device_memory(dp)) return share_device_memory(dp, label);
+  if (dp.get_deleter() == &release_storage_ref && dp.get() == s.data()) {
+    auto* owner = static_cast<c10::StorageImpl*>(dp.get_context());
+    c10::raw::intrusive_ptr::incref(owner);
+    return c10::DataPtr(const_cast<void*>(s.data()), owner, &release_storage_ref, label);
+  }
+  return keepalive_ptr(s, label);  // anything else: the storage itself keeps them
+}
+
 void copy_geometry(const at::Tensor& from, c10::TensorImpl* to) {
   to->set_sizes_and_strides(from.sizes(), from.strides(), from.storage_offset());
   if (from.is_conj()) to->_set_conj(true);
@@ -52,7 +67,7 @@ static bool still_valid(const at::Tensor& t, const at::Tensor& a) {
 static at::Tensor build_alias(const at::Tensor& t) {
   const c10::Storage& st = t.storage();
   auto cpu_storage = c10::make_intrusive<c10::StorageImpl>(
-      c10::StorageImpl::use_byte_size_t(), st.nbytes(), keepalive_ptr(st, c10::Device(c10::kCPU)),
+      c10::StorageImpl::use_byte_size_t(), st.nbytes(), co_owner_ptr(st, c10::Device(c10::kCPU)),
       routing_cpu_allocator(), /*resizable=*/true);
   auto alias = at::detail::make_tensor<c10::TensorImpl>(
       c10::Storage(std::move(cpu_storage)), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
