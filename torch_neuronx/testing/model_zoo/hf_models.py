@@ -3,9 +3,9 @@
 One entry per model type of transformers' ``MODEL_MAPPING_NAMES`` (the ``AutoModel`` table):
 the base model, since every architecture has one and its head-specific variants add little
 beyond a Linear (where the base model has no forward of its own, its first sub-model that
-has one: Bark's semantic model). The config class's defaults are kept and only the sizes are shrunk, where
-the attribute exists: few layers, a small hidden size, few heads and experts, small images
-and sequences, every dropout at 0, by the rules of `hf_shrink`. Nothing is
+has one: Bark's semantic model). The config class's defaults are kept and only the sizes are
+shrunk, where the attribute exists: few layers, a small hidden size, few heads and experts,
+small images and sequences, every dropout at 0, by the rules of `hf_shrink`. Nothing is
 downloaded: configs come from the installed library, weights from the seeded initialiser.
 """
 

@@ -19,12 +19,12 @@ with that issue's error: the CI sample marks them xfail(strict=True), so a fix f
 
 from __future__ import annotations
 
-# "suite:name" -> reason.
 _VIDEO_TRACKER = (
     "no training step to check: its forward runs under @torch.inference_mode() and takes a "
     "stateful inference session (frames and prompts added by its processor), not tensors; "
     "its image model is swept as {}"
 )
+# "suite:name" -> reason.
 EXCLUDED: dict[str, str] = {
     "hf:sam2_video": _VIDEO_TRACKER.format("hf:sam2"),
     "hf:sam3_video": _VIDEO_TRACKER.format("hf:sam3"),
