@@ -4,8 +4,9 @@ The config class's defaults are kept and only the sizes are shrunk, where the at
 few layers, a small hidden size, few heads and experts, small images and sequences, every
 dropout (and LayerDrop, drop path, SpecAugment masking, router jitter, a sampler's noise scale)
 at 0 (CPU and neuron draw from different generators, so a random mask would differ between
-them and say nothing about the device). A shrink must keep the invariants the default config satisfied, so the rules below
-carry them along, each for a whole kind of config rather than one model:
+them and say nothing about the device). A shrink must keep the invariants the default config
+satisfied, so the rules below carry them along, each for a whole kind of config rather than
+one model:
 
 - sizes that were equal stay equal (key/value heads equal to the heads: multi-head attention,
   which DeepSeek's latent attention and ESM-C require), widths stay multiples of the head count
