@@ -53,7 +53,9 @@ def test_its_alias_keeps_the_bytes_alive_after_it():
     if alias is None:
         pytest.skip("the driver does not expose host_alias to Python")
     del x
+    reuse = torch.zeros(16, device="neuron")  # would take the block if it had gone back
     assert torch.equal(alias, torch.arange(16.0))
+    assert reuse.sum().item() == 0
 
 
 def test_gradients_accumulate_in_place_as_on_cpu():
