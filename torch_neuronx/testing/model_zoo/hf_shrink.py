@@ -630,8 +630,7 @@ def shrink_kwargs(
                 "embed_dim": SIZES["hidden_size"],
                 "num_heads": SIZES["num_attention_heads"],
             }
-    params = set(inspect.signature(config_cls.__init__).parameters)
-    params |= set(getattr(config_cls, "__dataclass_fields__", {}))
+    params = _fields(config_cls)
     depths = get(default, "depths")
     for name in [n for n in LAYER_COUNTS if n in kw and n not in params]:
         if isinstance(depths, list | tuple) and get(default, name) == len(depths):
@@ -1020,8 +1019,9 @@ def _fit_feature_layers(default, kw: dict[str, Any]) -> None:
     for sub_name, sub in kw.items():
         if sub_name != "vision_config" and is_config(sub) and hasattr(sub, name):
             value = getattr(sub, name)
-            if fit(value) != value:
-                setattr(sub, name, fit(value))
+            fitted = fit(value)
+            if fitted != value:
+                setattr(sub, name, fitted)
 
 
 def _fit_head_parts(default, kw: dict[str, Any]) -> None:
@@ -1117,11 +1117,11 @@ def _derived_tables(config_cls, default, kw: dict[str, Any]) -> list[str]:
     `encoder_layers`, `encoder_dropout_rate`, ...): passed back as they are in the default,
     they would be set over the derived ones and undo the shrink (4 conformer layers at dropout
     0.2). Known by being equal in a fresh default instance and not a constructor argument."""
-    fields = set(inspect.signature(config_cls.__init__).parameters)
-    fields |= set(getattr(config_cls, "__dataclass_fields__", {}))
+    fields = _fields(config_cls)
+    given = default.to_dict()
     tables = [
         n
-        for n, v in default.to_dict().items()
+        for n, v in given.items()
         if isinstance(v, dict)
         and n not in fields
         and n not in kw
@@ -1133,7 +1133,13 @@ def _derived_tables(config_cls, default, kw: dict[str, Any]) -> list[str]:
         fresh = config_cls().to_dict()
     except Exception:  # noqa: BLE001 - no fresh instance to tell derived from given: keep all
         return []
-    return [n for n in tables if fresh.get(n) == default.to_dict()[n]]
+    return [n for n in tables if fresh.get(n) == given[n]]
+
+
+def _fields(config_cls) -> set[str]:
+    """What the config's constructor takes: its parameters and its dataclass fields."""
+    fields = set(inspect.signature(config_cls.__init__).parameters)
+    return fields | set(getattr(config_cls, "__dataclass_fields__", {}))
 
 
 def _mixed_kinds(config, kw: dict[str, Any]) -> bool:
