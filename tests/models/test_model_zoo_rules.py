@@ -340,6 +340,12 @@ def test_a_hybrid_left_without_layer_kinds_gets_one_of_each():
     assert config.layer_types == ["conv", "full_attention"] and config.num_hidden_layers == 2
 
 
+def test_a_window_the_model_needs_is_set_where_the_default_leaves_it_unset():
+    # Step3p7's text model builds a sliding-window mask for every config; its default has none
+    config = shrunk("step3p7")
+    assert config.text_config.sliding_window == 8
+
+
 class _Unstable(torch.nn.Module):
     """Runs forward, but its gradients overflow (as D-FINE's stem at 32 px gives 1e9
     gradients at step 0 and NaN at step 1)."""

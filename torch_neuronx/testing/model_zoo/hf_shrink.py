@@ -133,6 +133,13 @@ PREDICTION_LENGTH = 4
 # random weights (the wrapper builds it with pretrained=False)
 TIMM_BACKBONE = "resnet18"
 SEQ = 16  # the synthetic batch's sequence length (hf_inputs)
+# Sliding windows of configs whose default leaves the window unset (None) while the modeling
+# code builds a sliding-window mask for every config, by config class (a table, for want of a
+# general sign: 17 other configs leave `sliding_window` None and run; each entry with its reason):
+# - Step3p7TextConfig: Step3p7's text model builds its "sliding_attention" mask for any layer mix
+#   and masking_utils raises without a window; the default's layers are all full attention, so
+#   the window is built and unused.
+UNSET_WINDOWS = {"Step3p7TextConfig": SEQ // 2}
 WINDOW = 2  # a windowed hierarchy's window, where the shrunk image is smaller than the default's
 
 LAYER_COUNTS = tuple(n for n in SIZES if "layers" in n or n == "n_layer")
@@ -314,7 +321,7 @@ def _fill_unset(default, kw: dict[str, Any], accepted: set[str]) -> None:
     experts each token is routed to in a mixture of experts (DeepSeek V2 leaves it to the
     checkpoint; a top-k of None fails). Not a None expert count: that means a dense model.
     A default the user is asked to pick among listed options. A hybrid's unset layer kinds
-    (`UNSET_LAYER_KINDS`)."""
+    (`UNSET_LAYER_KINDS`) and an unset window the model needs (`UNSET_WINDOWS`)."""
     heads = kw.get("num_attention_heads", get(default, "num_attention_heads"))
     if "num_key_value_heads" in accepted and get(default, "num_key_value_heads", 0) is None:
         if isinstance(heads, int) and _settable(type(default), "num_key_value_heads"):
@@ -334,6 +341,9 @@ def _fill_unset(default, kw: dict[str, Any], accepted: set[str]) -> None:
     if kinds and get(default, "layer_types", 0) is None:
         layers = kw.get("num_hidden_layers", get(default, "num_hidden_layers"))
         kw["layer_types"] = [kinds[i % len(kinds)] for i in range(layers)]
+    window = UNSET_WINDOWS.get(type(default).__name__)
+    if window and "sliding_window" in accepted and get(default, "sliding_window", 0) is None:
+        kw["sliding_window"] = window
 
 
 def _fit_factors(default, kw: dict[str, Any], accepted: set[str], config_cls) -> None:
