@@ -31,6 +31,8 @@ import torch
 import torch.autograd.forward_ad as fwAD
 from torch._prims_common import suggest_memory_format
 
+from torch_neuronx.eager import python_kernels
+
 aten = torch.ops.aten
 _lib = torch.library.Library("aten", "IMPL")
 
@@ -172,4 +174,4 @@ def _native_group_norm(input, weight, bias, N, C, HxW, group, eps):
 
 
 def install() -> None:
-    _lib.impl("native_group_norm", _native_group_norm, "AutogradPrivateUse1")
+    python_kernels.register(_lib, "native_group_norm", _native_group_norm, "AutogradPrivateUse1")

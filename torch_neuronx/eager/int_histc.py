@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import torch
 
+from torch_neuronx.eager import python_kernels
+
 _lib = torch.library.Library("aten", "IMPL")
 
 
@@ -71,4 +73,4 @@ def _histc(x: torch.Tensor, bins: int = 100, min=0, max=0) -> torch.Tensor:
 
 
 def install() -> None:
-    _lib.impl("histc", _histc, "PrivateUse1")
+    python_kernels.register(_lib, "histc", _histc, "PrivateUse1")

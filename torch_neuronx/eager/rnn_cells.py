@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import torch
 
+from torch_neuronx.eager import python_kernels
+
 _lib = torch.library.Library("aten", "IMPL")
 
 
@@ -81,7 +83,11 @@ def _gru_cell_backward(grad_hy, workspace, has_bias):
 
 
 def install() -> None:
-    _lib.impl("_thnn_fused_lstm_cell", _lstm_cell, "PrivateUse1")
-    _lib.impl("_thnn_fused_lstm_cell_backward_impl", _lstm_cell_backward, "PrivateUse1")
-    _lib.impl("_thnn_fused_gru_cell", _gru_cell, "PrivateUse1")
-    _lib.impl("_thnn_fused_gru_cell_backward", _gru_cell_backward, "PrivateUse1")
+    python_kernels.register(_lib, "_thnn_fused_lstm_cell", _lstm_cell, "PrivateUse1")
+    python_kernels.register(
+        _lib, "_thnn_fused_lstm_cell_backward_impl", _lstm_cell_backward, "PrivateUse1"
+    )
+    python_kernels.register(_lib, "_thnn_fused_gru_cell", _gru_cell, "PrivateUse1")
+    python_kernels.register(
+        _lib, "_thnn_fused_gru_cell_backward", _gru_cell_backward, "PrivateUse1"
+    )
