@@ -326,6 +326,31 @@ def test_tables_a_config_derives_follow_its_shrunk_fields():
     assert config.decoder_config["attention_dropout_rate"] == 0.0
 
 
+def test_values_a_config_derives_follow_its_shrunk_fields():
+    # not only tables: LW-DETR derives its projector's widths and level count, Zamba2 its
+    # attention and Mamba head sizes, ViT backbones their stage names; passed back from the
+    # default they undid the shrink (a 256-wide projector before a 64-wide encoder; Zamba2's
+    # 640-wide Mamba heads in a 64-wide model: "shape [2, 16, 8, 640] is invalid")
+    lw_detr = shrunk("lw_detr")
+    assert lw_detr.projector_scale_factors == [1.0]  # UNSET_VALUES: the default lists none
+    assert lw_detr.num_feature_levels == 1
+    assert lw_detr.projector_in_channels == [lw_detr.d_model]
+    assert lw_detr.projector_out_channels == lw_detr.d_model
+    zamba2 = shrunk("zamba2")
+    assert zamba2.mamba_headdim * zamba2.n_mamba_heads == zamba2.mamba_expand * zamba2.hidden_size
+    assert zamba2.attention_head_dim * zamba2.num_attention_heads == zamba2.attention_hidden_size
+    dinov2 = shrunk("dinov2")
+    assert len(dinov2.stage_names) == dinov2.num_hidden_layers + 1
+
+
+def test_a_mixture_of_experts_stack_keeps_a_sparse_layer():
+    # Switch Transformers derives every how-many-th layer is sparse from the sparse-layer
+    # count: 3 of a shrunk 2 gave a step of 0 (no sparse layer); 1 of 2 gives every 2nd
+    config = shrunk("switch_transformers")
+    assert config.num_sparse_encoder_layers == config.num_sparse_decoder_layers == 1
+    assert config.encoder_sparse_step == config.num_layers == 2
+
+
 def test_a_model_that_trains_on_its_targets_is_given_them():
     # "All labels must be provided to run in training mode" (FastSpeech 2's variance adaptor)
     model, _, inputs = batch("fastspeech2_conformer")

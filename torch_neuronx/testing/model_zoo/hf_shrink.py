@@ -133,13 +133,20 @@ PREDICTION_LENGTH = 4
 # random weights (the wrapper builds it with pretrained=False)
 TIMM_BACKBONE = "resnet18"
 SEQ = 16  # the synthetic batch's sequence length (hf_inputs)
-# Sliding windows of configs whose default leaves the window unset (None) while the modeling
-# code builds a sliding-window mask for every config, by config class (a table, for want of a
-# general sign: 17 other configs leave `sliding_window` None and run; each entry with its reason):
-# - Step3p7TextConfig: Step3p7's text model builds its "sliding_attention" mask for any layer mix
-#   and masking_utils raises without a window; the default's layers are all full attention, so
-#   the window is built and unused.
-UNSET_WINDOWS = {"Step3p7TextConfig": SEQ // 2}
+# Values a config's default leaves unset (None or empty) where its modeling code needs one, by
+# config class (a table, for want of a general sign: 17 other configs leave `sliding_window`
+# None and run); each with its reason, from what the published checkpoints set:
+# - Step3p7TextConfig `sliding_window`: Step3p7's text model builds its "sliding_attention" mask
+#   for any layer mix and masking_utils raises without a window; the default's layers are all
+#   full attention, so the window is built and unused.
+# - LwDetrConfig `projector_scale_factors`: its multi-scale projector makes one feature level per
+#   factor and the default lists none, so the encoder concatenates no levels ("torch.cat():
+#   expected a non-empty list"); one level at the backbone's own scale, as LW-DETR's small
+#   checkpoints have it (the config derives the level count and channels from the list).
+UNSET_VALUES = {
+    "Step3p7TextConfig": {"sliding_window": SEQ // 2},
+    "LwDetrConfig": {"projector_scale_factors": [1.0]},
+}
 WINDOW = 2  # a windowed hierarchy's window, where the shrunk image is smaller than the default's
 
 LAYER_COUNTS = tuple(n for n in SIZES if "layers" in n or n == "n_layer")
@@ -321,7 +328,7 @@ def _fill_unset(default, kw: dict[str, Any], accepted: set[str]) -> None:
     experts each token is routed to in a mixture of experts (DeepSeek V2 leaves it to the
     checkpoint; a top-k of None fails). Not a None expert count: that means a dense model.
     A default the user is asked to pick among listed options. A hybrid's unset layer kinds
-    (`UNSET_LAYER_KINDS`) and an unset window the model needs (`UNSET_WINDOWS`)."""
+    (`UNSET_LAYER_KINDS`) and unset values the model needs (`UNSET_VALUES`)."""
     heads = kw.get("num_attention_heads", get(default, "num_attention_heads"))
     if "num_key_value_heads" in accepted and get(default, "num_key_value_heads", 0) is None:
         if isinstance(heads, int) and _settable(type(default), "num_key_value_heads"):
@@ -341,9 +348,9 @@ def _fill_unset(default, kw: dict[str, Any], accepted: set[str]) -> None:
     if kinds and get(default, "layer_types", 0) is None:
         layers = kw.get("num_hidden_layers", get(default, "num_hidden_layers"))
         kw["layer_types"] = [kinds[i % len(kinds)] for i in range(layers)]
-    window = UNSET_WINDOWS.get(type(default).__name__)
-    if window and "sliding_window" in accepted and get(default, "sliding_window", 0) is None:
-        kw["sliding_window"] = window
+    for name, value in UNSET_VALUES.get(type(default).__name__, {}).items():
+        if name in accepted and get(default, name, 0) in (None, [], ()):
+            kw[name] = value
 
 
 def _fit_factors(default, kw: dict[str, Any], accepted: set[str], config_cls) -> None:
@@ -679,6 +686,11 @@ def shrink_kwargs(
             # a time-series forecast horizon the config leaves to the user (GluonTS-style
             # models raise without one): a short one
             kw[name] = PREDICTION_LENGTH
+        elif re.fullmatch(r"num_sparse_\w*layers", name) and isinstance(value, int) and value > 1:
+            # how many of a stack's layers are mixture-of-experts layers, from which the config
+            # derives every how-many-th layer is one (Switch Transformers: 3 of 12, every 4th):
+            # one of the shrunk stack's layers (3 of 2 gave a step of 0, i.e. no sparse layer)
+            kw[name] = 1
         elif name == "backbone" and value is None and "backbone_config" not in accepted:
             kw[name] = TIMM_BACKBONE  # a timm wrapper left without its architecture
         elif is_config(value):
@@ -1082,8 +1094,8 @@ def shrink_config(default, _undone: frozenset[str] = frozenset(), _forced: Force
         if isinstance(text_vocab, int) and _settable(config_cls, name):
             kw[name] = text_vocab - back
     merged = {**default.to_dict(), **kw}
-    for name in _derived_tables(config_cls, default, kw):
-        del merged[name]  # derived again from the shrunk fields (`_derived_tables`)
+    for name in _derived_attributes(config_cls, default, kw):
+        del merged[name]  # derived again from the shrunk fields (`_derived_attributes`)
     _fit_mrope(merged, config_cls)
     merged.pop("model_type", None)
     merged.pop("transformers_version", None)
@@ -1121,29 +1133,26 @@ def shrink_config(default, _undone: frozenset[str] = frozenset(), _forced: Force
         return shrink_config(default, _undone | named, _forced)
 
 
-def _derived_tables(config_cls, default, kw: dict[str, Any]) -> list[str]:
-    """Plain-dict attributes the config class derives from its fields and takes no argument
-    for (FastSpeech 2's `encoder_config`/`decoder_config`, built in `__post_init__` from
-    `encoder_layers`, `encoder_dropout_rate`, ...): passed back as they are in the default,
-    they would be set over the derived ones and undo the shrink (4 conformer layers at dropout
-    0.2). Known by being equal in a fresh default instance and not a constructor argument."""
+def _derived_attributes(config_cls, default, kw: dict[str, Any]) -> list[str]:
+    """Attributes the config class derives from its fields and takes no argument for
+    (FastSpeech 2's `encoder_config`/`decoder_config` tables, built in `__post_init__` from
+    `encoder_layers`, `encoder_dropout_rate`, ...; LW-DETR's `num_feature_levels`,
+    `projector_in_channels` and `projector_out_channels`, from `projector_scale_factors` and
+    `d_model`): passed back as they are in the default, they would be set over the derived ones
+    and undo the shrink (4 conformer layers at dropout 0.2; a 256-wide projector before a 64-wide
+    encoder). Known by being equal in a fresh default instance and not a constructor argument."""
     fields = _fields(config_cls)
     given = default.to_dict()
-    tables = [
-        n
-        for n, v in given.items()
-        if isinstance(v, dict)
-        and n not in fields
-        and n not in kw
-        and not is_config(get(default, n))
+    derived = [
+        n for n in given if n not in fields and n not in kw and not is_config(get(default, n))
     ]
-    if not tables:
+    if not derived:
         return []
     try:
         fresh = config_cls().to_dict()
     except Exception:  # noqa: BLE001 - no fresh instance to tell derived from given: keep all
         return []
-    return [n for n in tables if fresh.get(n) == given[n]]
+    return [n for n in derived if n in fresh and fresh[n] == given[n]]
 
 
 def _fields(config_cls) -> set[str]:
