@@ -88,3 +88,32 @@ def test_check_names_its_phases_in_order():
     seen: list[str] = []
     train_check.check("t:linear", build, modes=("eager",), device="cpu", phase=seen.append)
     assert seen == [train_check.CPU_REFERENCE, train_check.DEVICE + "eager"]
+
+
+def test_a_timeout_keeps_the_rows_of_the_modes_already_reported(monkeypatch):
+    # a worker reports its model's eager row, then spins in the compiled mode past the limit:
+    # the eager result stays (the whole model used to be marked timeout, eager included)
+    row = {"model": "timm:x", "mode": "eager", "status": "pass", "detail": ""}
+    script = (
+        f"import json\nprint({sweep._PREFIX!r} + json.dumps({row!r}), flush=True)\n"
+        "while True:\n    pass\n"
+    )
+    monkeypatch.setattr(
+        sweep, "_worker_command", lambda models, modes: [sys.executable, "-c", script]
+    )
+    (rows,) = list(sweep.run_chunk(["timm:x"], ("eager", "compiled"), timeout=1.5))
+    assert [(r["mode"], r["status"]) for r in rows] == [("eager", "pass"), ("compiled", "timeout")]
+
+
+def test_check_tells_each_outcome_as_it_is_known():
+    import torch
+
+    def build():
+        torch.manual_seed(0)
+        return torch.nn.Linear(4, 2), {"input": torch.randn(3, 4)}
+
+    told = []
+    outcomes = train_check.check(
+        "t:linear", build, modes=("eager",), device="cpu", on_outcome=told.append
+    )
+    assert told == outcomes and told[0].status == "pass"

@@ -42,9 +42,11 @@ def _worker(models: list[str], modes: tuple[str, ...]) -> int:
     def phase(name: str) -> None:
         print(_PHASE + name, flush=True)
 
+    def report(outcome) -> None:  # each mode's row as soon as it is known
+        print(_PREFIX + json.dumps(outcome.to_json()), flush=True)
+
     for model in models:
-        for outcome in train_check.check(model, zoo.builder(model), modes=modes, phase=phase):
-            print(_PREFIX + json.dumps(outcome.to_json()), flush=True)
+        train_check.check(model, zoo.builder(model), modes=modes, phase=phase, on_outcome=report)
     return 0
 
 
@@ -136,14 +138,17 @@ def run_chunk(models: list[str], modes: tuple[str, ...], timeout: float) -> Iter
                 if cpu >= timeout or wall >= _WALL_FACTOR * timeout:
                     proc.kill()
                     proc.wait()
+                    # the modes the worker reported keep their rows (an eager pass before
+                    # the compiled mode ran out of time)
+                    left = [m for m in modes if m not in {r["mode"] for r in rows}]
                     if cpu >= timeout:  # its own status: a slow model is not a wrong one
                         why = (
                             f"no result within {timeout:.0f} CPU s ({cpu:.0f} CPU s, {wall:.0f} s)"
                         )
-                        yield _failed(pending.pop(0), modes, "timeout", why)
+                        yield rows + _failed(pending.pop(0), left, "timeout", why)
                     else:
                         idle = _idle_seconds() - idle0
-                        yield _over_wall(pending.pop(0), modes, timeout, cpu, wall, idle)
+                        yield rows + _over_wall(pending.pop(0), left, timeout, cpu, wall, idle)
                     break
                 if not ready:
                     continue

@@ -291,11 +291,14 @@ def check(
     modes: tuple[str, ...] = ("eager", "compiled"),
     device: str = "neuron",
     phase: Callable[[str], None] = lambda _: None,
+    on_outcome: Callable[[Outcome], None] = lambda _: None,
 ) -> list[Outcome]:
     """Trains `build()`'s model on CPU, then on `device` in each of `modes`; one Outcome per
     mode. `build` returns a seeded CPU model and a CPU batch. `phase` is told each phase
     before it starts (CPU_REFERENCE, DEVICE + mode, CPU_JUDGE + mode: the float64 and CPU
-    Inductor references that judge a failed mode)."""
+    Inductor references that judge a failed mode); `on_outcome` gets each mode's Outcome as
+    soon as it is known (the sweep keeps an eager result when the compiled mode then times
+    out)."""
     phase(CPU_REFERENCE)
     try:
         model, batch = build()
@@ -303,10 +306,10 @@ def check(
         kwargs = _forward_kwargs(model)
         ref = _train(model, lambda **b: model(**b, **kwargs), batch)
     except Exception as exc:  # noqa: BLE001 - any CPU failure takes the model out of the sweep
-        return [Outcome(name, mode, "cpu_error", _error(exc)) for mode in modes]
+        return _told(on_outcome, [Outcome(name, mode, "cpu_error", _error(exc)) for mode in modes])
     not_finite = _not_finite(ref)
     if not_finite:  # nothing to compare the device with
-        return [Outcome(name, mode, "cpu_error", not_finite) for mode in modes]
+        return _told(on_outcome, [Outcome(name, mode, "cpu_error", not_finite) for mode in modes])
     outcomes = []
     ref64: list = []  # computed once, when a mode first needs it
     for mode in modes:
@@ -329,6 +332,13 @@ def check(
             outcome.status = "policy_pass"
         outcome.dev = None
         outcomes.append(outcome)
+        on_outcome(outcome)
+    return outcomes
+
+
+def _told(on_outcome: Callable[[Outcome], None], outcomes: list[Outcome]) -> list[Outcome]:
+    for outcome in outcomes:
+        on_outcome(outcome)
     return outcomes
 
 
