@@ -9,8 +9,9 @@ Two findings about what bounds a step, from the performance model's own costs:
   fusion, so a lower bound of what the planner gives a real compiled graph). Dynamo leaves
   ``nn.LSTM``/``GRU``/``RNN`` eager unless ``torch._dynamo.config.allow_rnn`` is set, so the
   finding says so: on the test LSTM (2 layers, 20 time steps) the eager step models at
-  20.3 ms and the finding predicts 2.98 ms; compiled as is it models at 15.5 ms (the LSTM stays
-  eager), compiled with ``allow_rnn`` at 0.60 ms (one fused graph).
+  20.3 ms and the finding predicts 2.98 ms; compiled as is it models at 20.3 ms too (the LSTM
+  stays eager; remeasured 2026-12-03, an earlier 15.5 ms did not reproduce), compiled with
+  ``allow_rnn`` at 0.58-0.60 ms (one fused graph).
 - **fp32-bound**: float32 matmuls and convolutions take much of the step. TensorE's float32 rate
   is a quarter of its bfloat16 rate (the hardware table's ``tensor_peak``, docs/perf-model.md),
   so ``torch.autocast("neuron", dtype=torch.bfloat16)`` around the forward and loss is the
@@ -94,8 +95,8 @@ def bf16_over_fp32(core) -> float:
 
 
 #: Dynamo leaves nn.LSTM/GRU/RNN modules eager unless allow_rnn is set (torch 2.13's default):
-#: compiling an LSTM model as is kept it launch-bound (modeled 20.3 -> 15.5 ms, tested shapes);
-#: with allow_rnn it was one graph (0.60 ms)
+#: compiling an LSTM model as is kept it launch-bound (modeled 20.3 ms both, tested shapes);
+#: with allow_rnn it was one graph (0.58 ms)
 RNN_NOTE = (
     "For nn.LSTM/GRU/RNN turn on torch._dynamo.config.allow_rnn first: Dynamo leaves RNN "
     "modules eager by default"
