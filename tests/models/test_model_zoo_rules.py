@@ -426,3 +426,15 @@ def test_modality_adapters_project_to_the_shrunk_text_width():
     config = shrunk("dots3_note")
     width = config.text_config.hidden_size
     assert config.vision_config.adapter_out_dim == width == config.audio_config.adapter_out_dim
+
+
+def test_a_robot_policy_is_given_its_cameras_and_prompt():
+    # PI0's action expert reads the cache its VLM builds from the images and the prompt, both
+    # optional in the forward: with the actions alone the cache was None (cpu_error)
+    model, config, inputs = batch("pi0")
+    pixels, cameras = inputs["pixel_values"], inputs["pixel_attention_mask"]
+    assert pixels.ndim == 5 and cameras.shape == pixels.shape[:2] and cameras.all()
+    vision = config.vlm_config.vision_config
+    image_tokens = (inputs["input_ids"] == config.vlm_config.image_token_id).sum(1)
+    assert image_tokens.tolist() == [(vision.image_size // vision.patch_size) ** 2] * len(pixels)
+    runs(model, inputs)

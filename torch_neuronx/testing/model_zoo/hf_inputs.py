@@ -158,6 +158,8 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
     batch: dict[str, torch.Tensor] = {}
     if inherited == "input_values" and main == "hidden_states":
         batch.update(_conv_stream(model, config, g))
+    if {"action_embeds", "pixel_values", "pixel_attention_mask"} <= set(params):
+        batch.update(_camera_prefix(config, g))
     for name in dict.fromkeys(wanted):  # in order, once each
         if name not in batch:
             batch.update(_make(name, model, config, g, batch))
@@ -181,6 +183,30 @@ def inputs(model, config, seed: int = 0) -> dict[str, torch.Tensor]:
         # speech and image encoder-decoders (Whisper, Canary, ...): the decoder needs tokens
         batch["decoder_input_ids"] = _tokens(config, g)
     return batch
+
+
+def _camera_prefix(config, g) -> dict[str, torch.Tensor]:
+    """A robot policy's observation (PI0: its action expert attends to the cache that its
+    vision-language model builds from the cameras' images and the prompt; the forward takes
+    both as optional, but without them the cache is None and the forward fails): one camera
+    per sample, `pixel_values` (batch, cameras, channels, side, side) and its camera mask, and
+    a prompt with that camera's image tokens after the first, as the processor writes them."""
+    vlm = next(
+        c
+        for c in (config, *vars(config).values())
+        if hf_shrink.is_config(c) and hasattr(c, "vision_config") and hasattr(c, "image_token_id")
+    )
+    vision, image = vlm.vision_config, vlm.image_token_id
+    side, patch = vision.image_size, vision.patch_size
+    ids = _tokens(config, g)
+    ids[ids == image] = 3  # a drawn id that is the image token's would be taken for the image
+    ids[:, 1 : 1 + (side // patch) ** 2] = image
+    pixels = torch.randn(BATCH, 1, vision.num_channels, side, side, generator=g)
+    return {
+        "input_ids": ids,
+        "pixel_values": pixels,
+        "pixel_attention_mask": torch.ones(BATCH, 1, dtype=torch.bool),
+    }
 
 
 def _match_clip(config, model, batch, g) -> None:
