@@ -44,6 +44,7 @@ from . import (
     config,
     dynamo_dirs,
     dynamo_metrics,
+    host_graphs,
     inputs,
     legality,
     perf_plan,
@@ -231,6 +232,8 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kw
 
 def _compile_dynamo_graph(gm, example_inputs, *, opts: _Options, function: str):
     example_inputs = list(example_inputs)
+    if host_graphs.is_host_graph(gm, example_inputs):
+        return gm.forward  # index arithmetic a model does on CPU on purpose (host_graphs.py)
     placement = _InputPlacement(gm, example_inputs)
     if any(_is_symbolic(x) for x in example_inputs):
         # Dynamo's automatic dynamic shapes (dynamic=None) or mark_dynamic produced a
@@ -263,10 +266,12 @@ def _describe_input(gm: torch.fx.GraphModule, i: int):
 
 
 class _InputPlacement:
-    """CPU tensors that reach the backend as graph inputs (a module without neuron
-    parameters, a CPU tensor held in a global) are copied to neuron at every call, with
-    in-place updates written back (outputs are neuron), unless
-    TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY=1, which makes them an error (inputs.py)."""
+    """CPU tensors that reach the backend as the inputs of a graph of CPU tensors only (a
+    module left on CPU, whose graphs hold its CPU parameters) are copied to neuron at every
+    call, with in-place updates written back (outputs are neuron), unless
+    TORCH_NEURONX_DYNAMO_DISABLE_CPU_AUTOCOPY=1, which makes them an error (inputs.py). CPU
+    inputs of a graph that also holds neuron tensors stay on CPU (Dynamo traced them there),
+    and a graph of host index arithmetic runs on CPU (host_graphs.py)."""
 
     def __init__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]):
         neuron_inputs = [x for x in example_inputs if _is_neuron_tensor(x)]
@@ -275,11 +280,19 @@ class _InputPlacement:
             if neuron_inputs
             else torch.device("neuron", torch.neuron.current_device())
         )
-        self.cpu_positions: list[int] = [
-            i
-            for i, x in enumerate(example_inputs)
-            if isinstance(x, torch.Tensor) and x.device.type == "cpu"
-        ]
+        # a graph that also holds neuron tensors was traced by Dynamo with its CPU inputs on
+        # CPU, so each is used where CPU ops (or CPU scalars) may be: it keeps them there, as
+        # eager does (index arithmetic a model does on CPU stays CPU); only a graph of CPU
+        # tensors alone (a module left on CPU) is the program moved to neuron
+        self.cpu_positions: list[int] = (
+            []
+            if neuron_inputs
+            else [
+                i
+                for i, x in enumerate(example_inputs)
+                if isinstance(x, torch.Tensor) and x.device.type == "cpu"
+            ]
+        )
         if self.cpu_positions and inputs.autocopy_disabled():
             position = self.cpu_positions[0]
             raise inputs.autocopy_error(*_describe_input(gm, position), self.device)
