@@ -13,7 +13,10 @@ parameter or buffer, and no value in it is created on the neuron device. It runs
 eager backend runs a graph (``gm.forward``), on CPU, as the same code runs eagerly. The
 autocopy keeps its job: CPU tensors a user *passes* to a compiled function or module
 (moved before the compiled region, inputs.py) and modules left on CPU, whose graphs hold their
-CPU parameters (copied to neuron, as TorchNeuron documents).
+CPU parameters (copied to neuron, as TorchNeuron documents). The CPU inputs of a graph that
+also holds neuron tensors are not copied either (backend._InputPlacement): Dynamo traced the
+graph with them on CPU, so they feed CPU ops (or CPU scalars), and their results stay CPU as
+they are eagerly.
 """
 
 from __future__ import annotations
