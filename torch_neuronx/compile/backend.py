@@ -232,7 +232,7 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kw
 
 def _compile_dynamo_graph(gm, example_inputs, *, opts: _Options, function: str):
     example_inputs = list(example_inputs)
-    if host_graphs.is_host_graph(gm, example_inputs):
+    if host_graphs.is_host_graph(gm, example_inputs, _input_sources(gm)):
         return gm.forward  # index arithmetic a model does on CPU on purpose (host_graphs.py)
     placement = _InputPlacement(gm, example_inputs)
     if any(_is_symbolic(x) for x in example_inputs):

@@ -34,25 +34,19 @@ def _values(gm: torch.fx.GraphModule):
         yield from (v for v in vals if isinstance(v, torch.Tensor))
 
 
-def _is_module_state(gm: torch.fx.GraphModule, i: int) -> bool:
-    """Whether graph input ``i`` is a module's parameter or buffer, by Dynamo's source for it
-    (read while Dynamo calls the backend)."""
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    if i >= len(placeholders):
-        return False
-    src = getattr(placeholders[i].meta.get("grapharg"), "source", None)
-    name = src.name if src is not None else ""
-    return "_parameters[" in name or "_buffers[" in name
-
-
-def is_host_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> bool:
-    """See the module docstring."""
+def is_host_graph(
+    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], sources: Sequence[str | None]
+) -> bool:
+    """See the module docstring. ``sources``: Dynamo's source name of each graph input
+    (backend._input_sources); a module's parameter or buffer is named by its
+    ``_parameters[...]`` / ``_buffers[...]`` entry."""
     tensors = [(i, x) for i, x in enumerate(example_inputs) if isinstance(x, torch.Tensor)]
     if not tensors:
         return False
     for i, x in tensors:
         if x.device.type != "cpu" or isinstance(x, torch.nn.Parameter):
             return False
-        if _is_module_state(gm, i):
+        name = (sources[i] if i < len(sources) else None) or ""
+        if "_parameters[" in name or "_buffers[" in name:
             return False
     return all(v.device.type != "neuron" for v in _values(gm))
