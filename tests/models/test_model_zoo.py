@@ -63,8 +63,8 @@ def _cases():
             if not _FULL and mode == "compiled" and model not in COMPILED_IN_CI:
                 continue
             marks = [pytest.mark.skipif(not _HAVE[suite], reason=_MISSING[suite])]
-            if model in policy.EXCLUDED:
-                marks.append(pytest.mark.skip(reason=f"excluded: {policy.EXCLUDED[model]}"))
+            if policy.excluded(model, mode):
+                marks.append(pytest.mark.skip(reason=f"excluded: {policy.excluded(model, mode)}"))
             if (model, mode) in policy.KNOWN_FAILURES:
                 why = policy.KNOWN_FAILURES[(model, mode)]
                 marks.append(pytest.mark.xfail(reason=why, strict=True))

@@ -5,7 +5,7 @@ import os
 import sys
 import time
 
-from torch_neuronx.testing.model_zoo import sweep, train_check
+from torch_neuronx.testing.model_zoo import policy, report, sweep, train_check
 
 
 def test_cpu_seconds_counts_this_process_work():
@@ -117,3 +117,29 @@ def test_check_tells_each_outcome_as_it_is_known():
         "t:linear", build, modes=("eager",), device="cpu", on_outcome=told.append
     )
     assert told == outcomes and told[0].status == "pass"
+
+
+def test_a_mode_the_policy_excludes_is_not_run_and_its_row_says_why(tmp_path, monkeypatch):
+    # hf:funnel's compiled mode: CPU Inductor itself cannot compile it within the limit
+    why = "compiles too long on CPU Inductor too"
+    monkeypatch.setitem(policy.EXCLUDED_MODES, ("timm:x", "compiled"), why)
+    ran = []
+
+    def chunk(models, modes, timeout):
+        ran.append((tuple(models), modes))
+        yield [{"model": models[0], "mode": "eager", "status": "pass", "detail": ""}]
+
+    monkeypatch.setattr(sweep, "run_chunk", chunk)
+    results = tmp_path / "r.jsonl"
+    args = ["--models", "timm:x", "--results", str(results), "--no-write"]
+    assert sweep.main(args) == 0
+    assert ran == [(("timm:x",), ("eager",))]
+    rows = {r["mode"]: r for r in sweep._rows(str(results))}
+    assert rows["compiled"]["status"] == sweep.EXCLUDED and rows["compiled"]["detail"] == why
+    assert rows["eager"]["status"] == "pass"
+    # the report counts it as excluded and gives the reason, not an earlier row's timeout
+    old = {"model": "timm:x", "mode": "compiled", "status": "timeout", "detail": "no result"}
+    text = report.section([rows["eager"], old], {})
+    assert "| timm:x | pass | excluded |" in text and f"compiled excluded: {why}" in text
+    assert "no result" not in text
+    assert sweep.main(args) == 0 and ran == [(("timm:x",), ("eager",))]  # both pairs done

@@ -24,7 +24,7 @@ def _cell(text: str) -> str:
 
 
 def _status(row: dict) -> str:
-    if row["model"] in policy.EXCLUDED:
+    if policy.excluded(row["model"], row["mode"]):
         return "excluded"
     return row["status"]
 
@@ -132,7 +132,9 @@ def section(
         details = []
         for m in _MODES:
             r = modes.get(m)
-            if r and r.get("detail") and not (m == "compiled" and r["status"] == "cpu_error"):
+            if model not in policy.EXCLUDED and policy.excluded(model, m):
+                details.append(f"{m} excluded: {policy.excluded(model, m)}")
+            elif r and r.get("detail") and not (m == "compiled" and r["status"] == "cpu_error"):
                 details.append(f"{m}: {r['detail']}")
         if model in policy.EXCLUDED:
             details.insert(0, f"excluded: {policy.EXCLUDED[model]}")

@@ -25,7 +25,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 
-from torch_neuronx.testing.model_zoo import report, zoo
+from torch_neuronx.testing.model_zoo import policy, report, zoo
 
 _PREFIX = "MODEL_ZOO_RESULT "
 # The worker names each phase of a model's check before it starts it (train_check.check's
@@ -114,6 +114,8 @@ def _over_wall(model: str, modes, timeout: float, cpu: float, wall: float, idle:
 
 #: the status of rows of a starved worker (see _over_wall): reported, not recorded
 STARVED = "starved"
+#: the status of a (model, mode) pair the policy excludes by name (policy.excluded): not run
+EXCLUDED = "excluded"
 
 
 def run_chunk(models: list[str], modes: tuple[str, ...], timeout: float) -> Iterator[list[dict]]:
@@ -191,6 +193,12 @@ def _rows(path: str) -> list[dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+def _append(path: str, rows: list[dict]) -> None:
+    with open(path, "a") as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
+
+
 def _done(path: str, retry: set[str]) -> set[tuple[str, str]]:
     """The (model, mode) pairs `path` already holds, but for those whose last row has a status
     in `retry`: a rerun with another `--modes` (an eager pass over every model first,
@@ -236,6 +244,12 @@ def main(argv: list[str] | None = None) -> int:
     groups: dict[tuple[str, ...], list[str]] = {}
     for m in todo:
         need = tuple(x for x in modes if (m, x) not in done)
+        # a pair the policy excludes by name is not run: its row says why
+        skipped = tuple(x for x in need if policy.excluded(m, x))
+        _append(
+            args.results, [_failed(m, (x,), EXCLUDED, policy.excluded(m, x))[0] for x in skipped]
+        )
+        need = tuple(x for x in need if x not in skipped)
         if need:
             groups.setdefault(need, []).append(m)
     count = 0
@@ -243,10 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     for need, models in groups.items():
         for start in range(0, len(models), max(args.chunk, 1)):
             for rows in run_chunk(models[start : start + args.chunk], need, args.timeout):
-                with open(args.results, "a") as f:
-                    for row in rows:
-                        if row["status"] != STARVED:
-                            f.write(json.dumps(row) + "\n")
+                _append(args.results, [r for r in rows if r["status"] != STARVED])
                 count += 1
                 summary = ", ".join(f"{r['mode']} {r['status']}" for r in rows)
                 print(f"[{count}/{total}] {rows[0]['model']}: {summary}", flush=True)
