@@ -143,3 +143,17 @@ def test_a_mode_the_policy_excludes_is_not_run_and_its_row_says_why(tmp_path, mo
     assert "| timm:x | pass | excluded |" in text and f"compiled excluded: {why}" in text
     assert "no result" not in text
     assert sweep.main(args) == 0 and ran == [(("timm:x",), ("eager",))]  # both pairs done
+
+
+def test_a_model_with_a_long_limit_gets_it(monkeypatch):
+    # timm:nasnetalarge: Inductor's compile alone takes most of the default limit; a worker
+    # that spins stops at the model's own limit, which its timeout row names
+    monkeypatch.setitem(policy.LONG_LIMITS, "timm:x", (3.0, "compiles long"))
+    script = "while True:\n    pass\n"
+    monkeypatch.setattr(
+        sweep, "_worker_command", lambda models, modes: [sys.executable, "-c", script]
+    )
+    (rows,) = list(sweep.run_chunk(["timm:x"], ("eager",), timeout=1.0))
+    assert rows[0]["status"] == "timeout"
+    assert rows[0]["detail"].startswith("no result within 3 CPU s ("), rows[0]["detail"]
+    assert policy.limit("timm:y", 1.0) == 1.0 and policy.limit("timm:x", 5.0) == 5.0

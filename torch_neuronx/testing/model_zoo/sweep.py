@@ -120,8 +120,9 @@ EXCLUDED = "excluded"
 
 def run_chunk(models: list[str], modes: tuple[str, ...], timeout: float) -> Iterator[list[dict]]:
     """Each model's rows, in order, from workers that run `models` one after the other; the
-    model running when a worker crashes, uses `timeout` CPU seconds, or runs `_WALL_FACTOR` x
-    `timeout` wall seconds gets failure rows."""
+    model running when a worker crashes, uses its limit of CPU seconds (`timeout`, or longer
+    where policy.LONG_LIMITS says), or runs `_WALL_FACTOR` x that limit in wall seconds gets
+    failure rows."""
     pending = list(models)
     while pending:
         cmd = _worker_command(pending, modes)
@@ -136,21 +137,20 @@ def run_chunk(models: list[str], modes: tuple[str, ...], timeout: float) -> Iter
                 ready = sel.select(timeout=_POLL)
                 cpu = _cpu_seconds(proc.pid) - cpu0
                 wall = time.monotonic() - started
+                limit = policy.limit(pending[0], timeout)
                 # checked on every line too: a worker printing other lines is not exempt
-                if cpu >= timeout or wall >= _WALL_FACTOR * timeout:
+                if cpu >= limit or wall >= _WALL_FACTOR * limit:
                     proc.kill()
                     proc.wait()
                     # the modes the worker reported keep their rows (an eager pass before
                     # the compiled mode ran out of time)
                     left = [m for m in modes if m not in {r["mode"] for r in rows}]
-                    if cpu >= timeout:  # its own status: a slow model is not a wrong one
-                        why = (
-                            f"no result within {timeout:.0f} CPU s ({cpu:.0f} CPU s, {wall:.0f} s)"
-                        )
+                    if cpu >= limit:  # its own status: a slow model is not a wrong one
+                        why = f"no result within {limit:.0f} CPU s ({cpu:.0f} CPU s, {wall:.0f} s)"
                         yield rows + _failed(pending.pop(0), left, "timeout", why)
                     else:
                         idle = _idle_seconds() - idle0
-                        yield rows + _over_wall(pending.pop(0), left, timeout, cpu, wall, idle)
+                        yield rows + _over_wall(pending.pop(0), left, limit, cpu, wall, idle)
                     break
                 if not ready:
                     continue
