@@ -176,3 +176,33 @@ def test_disabled_cache_disables_the_aot_cache(device, monkeypatch, cache_dir):
         assert rec["aot_cache"] == "disabled" and rec["cache"] == "disabled"
         _check(6, out, grad)
     assert set(_entry_files(cache_dir)) == before
+
+
+def _two_views(lin, x):
+    y = lin(x)  # a bias-free linear on 3-D input: its matmul ends in _unsafe_view
+    return y[:, 1:], y[:, 0]
+
+
+def test_views_through_unsafe_view_are_served_right_and_not_saved(device):
+    # torch 2.13 cannot pickle the _unsafe_view ViewMeta AOTAutograd keeps to replay an
+    # output's view (pytorch/pytorch#185630): the saved entry held garbage sizes (the next
+    # compile raised "invalid shape dimension -3362887879290299908"), or the save crashed the
+    # process. PE Audio's encoder returns two such views (model-zoo sweep, issue 26).
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(4, 8, bias=False)
+    x = torch.randn(2, 5, 4)
+    ref = _two_views(lin, x)
+    lin_d = torch.nn.Linear(4, 8, bias=False).to(device)
+    lin_d.load_state_dict(lin.state_dict())
+    n_reports = len(cache.corruption_reports)
+    status = []
+    for _ in range(3):  # the second and third compile take the warm-cache path
+        torch._dynamo.reset()
+        reset_dynamo_metrics()
+        out = torch.compile(_two_views, backend="neuron")(lin_d, x.to(device))
+        for o, r in zip(out, ref):
+            torch.testing.assert_close(o.cpu(), r)
+        (rec,) = get_dynamo_metrics()
+        status.append(rec["aot_cache"])
+    assert status == ["bypass"] * 3
+    assert len(cache.corruption_reports) == n_reports  # a bypass on purpose is no corruption

@@ -104,6 +104,32 @@ def disabled():
         yield
 
 
+# ViewMetas whose pickling reads freed memory in torch 2.13: their serializable tuples hold
+# references to temporaries (pytorch/pytorch#185630, fixed upstream by #185861). AOTAutograd
+# pickles the ViewMeta sequence of every output that aliases an intermediate (to replay the
+# view at run time); a saved entry then held garbage sizes (a cache hit raised "invalid shape
+# dimension -3362887879290299908"), or the save itself crashed the process. Found by the
+# model-zoo sweep: PE Audio's encoder returns `linear(x)[:, 1:]` and `linear(x)[:, 0]` of
+# a bias-free linear on a 3-D input, whose matmul ends in `_unsafe_view`.
+_UNSAFE_TO_PICKLE = ("_unsafe_view_ViewMeta", "resize__ViewMeta")
+
+
+def unsafe_to_save() -> str:
+    """Why the graph being compiled (AOTAutograd's current metadata) must not go into the
+    AOT-level cache; '' when it may."""
+    tc = torch._guards.TracingContext.try_get()
+    meta = getattr(tc, "fw_metadata", None) if tc is not None else None
+    for i, info in enumerate(getattr(meta, "output_info", None) or ()):
+        seq = getattr(info, "view_meta_sequence", None)
+        for vm in getattr(seq, "sequence", None) or ():
+            if type(vm).__name__ in _UNSAFE_TO_PICKLE:
+                return (
+                    f"output {i} is a view through {type(vm).__name__[: -len('_ViewMeta')]}, "
+                    "whose ViewMeta torch cannot pickle safely (pytorch/pytorch#185630)"
+                )
+    return ""
+
+
 def counters() -> tuple:
     from torch._dynamo.utils import counters as c
 

@@ -469,6 +469,9 @@ class _GraphCompile:
         )
         # kept with the executable so that an AOT-cache hit (no legality pass) reports it too
         exe.through_decomposition = tuple(sorted(self.through_decomposition))
+        exe.unsafe_to_save = aot_cache.unsafe_to_save()
+        if exe.unsafe_to_save and self.session is not None:
+            self.session.unsaved = exe.unsafe_to_save
         return exe
 
     def loaded_from_cache(self, exe: _DeviceExecutable, seconds: float) -> None:

@@ -350,6 +350,11 @@ class PersistentCache:
             yield session
             if cache_dir.is_unusable(self.root):
                 return  # a write failed meanwhile (warned): record nothing more here
+            if session.unsaved:
+                # not saved on purpose (its bypass is counted too): no entry, no manifest,
+                # and no "failed to load" report when the next call misses again
+                session.aot = "bypass"
+                return
             hit, miss, bypass = aot_cache.counters()
             if bypass > bypass0:  # counted after a "hit" whose load then failed
                 session.aot = "bypass"
@@ -419,6 +424,8 @@ class GraphSession:
     def __init__(self):
         self.aot = "disabled"
         self.compiled: list[Any] = []  # Inductor outputs compiled (or FX-cache loaded) here
+        # why the graph's AOT entry is not saved (aot_cache.unsafe_to_save), '' when it is
+        self.unsaved = ""
 
 
 _vec_isa_ok = None

@@ -97,6 +97,13 @@ class _DeviceExecutable(OutputCode):
 
     # ---- OutputCode: persistence through AOTAutogradCache
     def prepare_for_serialization(self) -> None:
+        # a graph whose AOTAutograd metadata cannot be pickled (aot_cache.unsafe_to_save) is
+        # not saved: AOTAutogradCache counts the bypass and keeps the live graph
+        reason = self.__dict__.get("unsafe_to_save", "")
+        if reason:
+            from torch._functorch._aot_autograd.autograd_cache import BypassAOTAutogradCache
+
+            raise BypassAOTAutogradCache(reason)
         # called on a shallow copy of the live executable: copy the inner graph as well so
         # the live one keeps its loaded callable
         inner = copy.copy(self.compiled)
