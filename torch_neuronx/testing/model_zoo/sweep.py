@@ -194,6 +194,8 @@ def _rows(path: str) -> list[dict]:
 
 
 def _append(path: str, rows: list[dict]) -> None:
+    if not rows:
+        return
     with open(path, "a") as f:
         for row in rows:
             f.write(json.dumps(row) + "\n")
