@@ -276,13 +276,58 @@ def test_compiled_runs_are_judged_by_cpu_inductor_last(monkeypatch):
     ref = train_check._train(model, lambda **b: model(**b), batch)
     off = (ref[0], [{k: v * 1.01 for k, v in g.items()} for g in ref[1]])  # 1% off CPU eager
     outcome = train_check.Outcome("tiny", "compiled", "fail", "step 0 grad", dev=off)
-    monkeypatch.setattr(train_check, "_train_cpu_inductor", lambda *a: off)
+    monkeypatch.setattr(train_check, "_train_cpu_inductor", lambda *a: (off, None))
     train_check._judge_by_cpu_inductor(outcome, None, None, None)
     assert outcome.status == "pass" and outcome.detail.startswith("passed against CPU Inductor")
     outcome = train_check.Outcome("tiny", "compiled", "fail", "step 0 grad", dev=off)
-    monkeypatch.setattr(train_check, "_train_cpu_inductor", lambda *a: ref)
+    monkeypatch.setattr(train_check, "_train_cpu_inductor", lambda *a: (ref, None))
     train_check._judge_by_cpu_inductor(outcome, None, None, None)
     assert outcome.status == "fail" and "against CPU Inductor: step 0 grad" in outcome.detail
+
+
+class _UntraceableEverywhere(torch.nn.Module):
+    """hf:udop's pattern (modeling_udop.combine_image_text_embeddings): a mask indexed by
+    tuples of 0-dim tensors, which Dynamo's fake tensors cannot read on any device."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x, points):
+        mask = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
+        ind = torch.stack([torch.zeros_like(points), points], -1).to(x.device)
+        rows, cols = zip(*ind)
+        mask[rows, cols] = False
+        return self.lin(x) * mask[..., None]
+
+
+def _untraceable():
+    torch.manual_seed(0)
+    return _UntraceableEverywhere(), {"x": torch.randn(1, 3, 4), "points": torch.tensor([0, 2])}
+
+
+def test_a_compile_error_cpu_inductor_shares_is_cpu_error():
+    (outcome,) = train_check.check("untraceable", _untraceable, modes=("compiled",))
+    assert outcome.status == "cpu_error", outcome.detail
+    assert outcome.detail.startswith("torch.compile on CPU (Inductor) raises the same: ")
+    assert "on neuron: " in outcome.detail and outcome.to_json()["status"] == "cpu_error"
+    # the model's line (Dynamo names it under "from user code:"), not Dynamo's own frames
+    assert "tests/models/test_model_zoo_rules.py:" in outcome.detail, outcome.detail
+
+
+def test_a_compile_error_of_the_device_alone_stays_a_failure(monkeypatch):
+    real = train_check._device_train
+
+    def broken(mode, *args, **kwargs):
+        if mode == "compiled":
+            raise RuntimeError("the backend broke")
+        return real(mode, *args, **kwargs)
+
+    monkeypatch.setattr(train_check, "_device_train", broken)
+    (outcome,) = train_check.check("tiny", _tiny_wrapped, modes=("compiled",))
+    assert outcome.status == "fail"
+    assert outcome.detail.startswith("RuntimeError: the backend broke")
+    assert outcome.detail.endswith("; CPU Inductor compiles and runs it"), outcome.detail
 
 
 def _tiny_wrapped():

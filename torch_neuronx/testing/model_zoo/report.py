@@ -19,6 +19,15 @@ END = "<!-- model-zoo:end -->"
 _MODES = ("eager", "compiled")
 
 
+def _same_cpu_error(mode: str, row: dict, modes: dict) -> bool:
+    """A compiled `cpu_error` that repeats the eager one (CPU eager failed for both modes): its
+    detail is shown once. A compiled mode's own (CPU Inductor raised) is shown."""
+    eager = modes.get("eager", {})
+    return (
+        mode == "compiled" and row["status"] == "cpu_error" and row["detail"] == eager.get("detail")
+    )
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -60,7 +69,8 @@ def section(
         "distance (the Dynamo benchmarks' float64 reference; its row then says so). "
         "*eager*: neuron op by op; *compiled*: "
         '`torch.compile(model, backend="neuron")`. A model whose CPU reference fails (or '
-        "is not finite) is outside the sweep (`cpu_error`, with CPU's error); the shrink and "
+        "is not finite) is outside the sweep (`cpu_error`, with CPU's error), and so is a "
+        "compiled mode whose error `torch.compile` on CPU (Inductor) raises too; the shrink and "
         "input rules are in `hf_shrink.py` and `hf_inputs.py`; `policy.py` lists any other "
         "exclusion with its reason. A compiled model whose graph holds an op that is not native "
         "on Neuron (an explicit CPU fallback such as `linalg_solve_triangular`) is refused by "
@@ -134,7 +144,7 @@ def section(
             r = modes.get(m)
             if model not in policy.EXCLUDED and policy.excluded(model, m):
                 details.append(f"{m} excluded: {policy.excluded(model, m)}")
-            elif r and r.get("detail") and not (m == "compiled" and r["status"] == "cpu_error"):
+            elif r and r.get("detail") and not _same_cpu_error(m, r, modes):
                 details.append(f"{m}: {r['detail']}")
         if model in policy.EXCLUDED:
             details.insert(0, f"excluded: {policy.EXCLUDED[model]}")

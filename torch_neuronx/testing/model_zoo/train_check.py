@@ -33,6 +33,13 @@ beyond what float64 can arbitrate: timm's test_efficientnet at batch 2 and 32 px
 BatchNorms two values per channel at the 1x1 stages, and CPU eager's own step-1 gradients are
 as far from float64 as the compiled ones, while CPU Inductor gives bit for bit the neuron
 backend's losses and gradients. Only a failing compiled run pays for the CPU compile.
+
+A compiled run that raises is tried under CPU Inductor too: when ``torch.compile`` on CPU raises
+the same error (the root cause's type and first line, device names aside), the failure is
+PyTorch's, not the backend's -- Dynamo cannot trace the model, whatever the device (hf:udop
+indexes a tensor with a tuple of 0-dim tensors, which Dynamo's fake tensors cannot read). The
+CPU reference of the compiled mode is then missing, as when CPU eager raises: ``cpu_error``,
+with both errors. A different CPU error, or none, leaves the device's failure standing.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ from __future__ import annotations
 import copy
 import inspect
 import math
+import re
 import time
 import traceback
 from collections.abc import Callable
@@ -83,10 +91,13 @@ class Outcome:
 
     # the device run's losses and gradients, kept for the float64 judgement (not reported)
     dev: Any = field(default=None, repr=False)
+    # the device run's error, kept for the CPU Inductor judgement (not reported)
+    error: BaseException | None = field(default=None, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out.pop("dev")
+        out.pop("error")
         return out
 
 
@@ -256,6 +267,9 @@ def _root(exc: BaseException) -> BaseException:
         root = inner
 
 
+_USER_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+
 def _error(exc: BaseException) -> str:
     """Where a failure comes from: the root cause's type and first message line (a backend
     failure wraps the real error), and the innermost frame that raised it outside torch."""
@@ -271,11 +285,14 @@ def _error(exc: BaseException) -> str:
         head = f"{type(exc).__name__} <- {head}"
     frames = traceback.extract_tb(root.__traceback__)
     # the innermost frame outside torch (the model's line, or ours), else torch's own
-    outside = [f for f in frames if "/site-packages/torch/" not in f.filename]
-    where = (outside or frames or [None])[-1]
+    outside = [(f.filename, f.lineno) for f in frames if "/site-packages/torch/" not in f.filename]
+    # Dynamo raises from its own frames and names the model's line under "from user code:"
+    user = str(root).partition("from user code:")[2]
+    outside += [(file, int(line)) for file, line in _USER_FRAME.findall(user)]
+    where = (outside or [(f.filename, f.lineno) for f in frames] or [None])[-1]
     if where is not None:
-        path = where.filename.split("site-packages/")[-1].split("torch_neuronx/")[-1]
-        head += f" [at {path}:{where.lineno}]"
+        path = where[0].split("site-packages/")[-1].split("torch_neuronx/")[-1]
+        head += f" [at {path}:{where[1]}]"
     return head
 
 
@@ -326,11 +343,15 @@ def check(
                 else:
                     outcome.status, outcome.fp64_judged = "pass", True
                     outcome.detail = f"passed against float64; float32 bound: {outcome.detail}"
-        if outcome.status == "fail" and outcome.dev is not None and mode == "compiled":
-            _judge_by_cpu_inductor(outcome, fresh, batch, kwargs)
+        if outcome.status == "fail" and mode == "compiled":
+            phase(CPU_JUDGE + mode)
+            if outcome.dev is not None:
+                _judge_by_cpu_inductor(outcome, fresh, batch, kwargs)
+            elif outcome.error is not None:
+                _judge_error_by_cpu_inductor(outcome, fresh, batch, kwargs)
         if outcome.status == "pass" and outcome.refused_ops:
             outcome.status = "policy_pass"
-        outcome.dev = None
+        outcome.dev = outcome.error = None
         outcomes.append(outcome)
         on_outcome(outcome)
     return outcomes
@@ -343,23 +364,50 @@ def _told(on_outcome: Callable[[Outcome], None], outcomes: list[Outcome]) -> lis
 
 
 def _train_cpu_inductor(fresh, batch, kwargs):
-    """The compiled reference: the same steps on CPU under ``torch.compile`` (Inductor); None
-    when it cannot compile or run here."""
+    """The compiled reference: the same steps on CPU under ``torch.compile`` (Inductor), as
+    (losses and gradients, None), or (None, the exception) when it cannot compile or run here."""
     try:
         torch._dynamo.reset()
         model = copy.deepcopy(fresh)
         module = torch.compile(model)
-        return _train(model, lambda **b: module(**b, **kwargs), batch)
-    except Exception:  # noqa: BLE001 - no compiled reference: the earlier verdict stands
-        return None
+        return _train(model, lambda **b: module(**b, **kwargs), batch), None
+    except Exception as exc:  # noqa: BLE001 - no compiled reference: the caller says so
+        return None, exc
     finally:
         torch._dynamo.reset()
+
+
+def _signature(exc: BaseException) -> tuple[str, str]:
+    """What makes two failures the same one: the root cause's type and first message line, with
+    the device's name written as CPU's (fake tensors print their device)."""
+    root = _root(exc)
+    lines = [line for line in str(root).strip().splitlines() if line.strip()]
+    first = lines[0] if lines else ""
+    for name in ("neuron:0", "neuron"):
+        first = first.replace(name, "cpu")
+    return type(root).__name__, first
+
+
+def _judge_error_by_cpu_inductor(outcome: Outcome, fresh, batch, kwargs) -> None:
+    """A compiled run that raised is outside the sweep when CPU Inductor raises the same error
+    (module doc): the compiled mode has no CPU reference."""
+    _, cpu_exc = _train_cpu_inductor(fresh, batch, kwargs)
+    if cpu_exc is None:
+        outcome.detail += "; CPU Inductor compiles and runs it"
+    elif _signature(cpu_exc) != _signature(outcome.error):
+        outcome.detail += f"; CPU Inductor fails otherwise: {_error(cpu_exc)}"
+    else:
+        outcome.status = "cpu_error"
+        outcome.detail = (
+            f"torch.compile on CPU (Inductor) raises the same: {_error(cpu_exc)}; "
+            f"on neuron: {outcome.detail}"
+        )
 
 
 def _judge_by_cpu_inductor(outcome: Outcome, fresh, batch, kwargs) -> None:
     """A compiled run that fails both bounds against CPU eager passes when it matches CPU
     Inductor within the same tolerances (module doc)."""
-    ref_c = _train_cpu_inductor(fresh, batch, kwargs)
+    ref_c, _ = _train_cpu_inductor(fresh, batch, kwargs)
     if ref_c is None:
         outcome.detail += "; CPU Inductor reference unavailable"
         return
@@ -414,7 +462,7 @@ def _check_mode(name, mode, fresh, batch, kwargs, ref, device) -> Outcome:
             eager = sum(r.get("cache") == "fallback" for r in records)
             outcome.detail += f"matches CPU ({eager} of {len(records)} graphs ran eagerly)"
     except Exception as exc:  # noqa: BLE001 - a device failure is this model's result
-        outcome.status, outcome.detail = "fail", _error(exc)
+        outcome.status, outcome.detail, outcome.error = "fail", _error(exc), exc
     outcome.seconds = round(time.perf_counter() - start, 1)
     outcome.fallbacks = sorted(tracking.get_fallback_ops())
     outcome.graph_breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
