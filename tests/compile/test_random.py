@@ -53,12 +53,98 @@ def test_compiled_random_ops_draw_what_eager_draws(device, grad, fn):
     assert not torch.equal(got[0], got[1])
 
 
+_LAYOUTS = {
+    # Inductor writes *_like of the first two as a permuted draw (random_inputs.py,
+    # "Layouts"); the last two are not dense: eager's empty_like of them is contiguous
+    "transposed": lambda t: t.reshape(32, 16).t(),
+    "channels_last": lambda t: t.reshape(2, 8, 4, 8).contiguous(memory_format=torch.channels_last),
+    "sliced_offset": lambda t: torch.cat([t, t[:, :1]], 1)[:, 1:],
+    "expanded": lambda t: t[:1].expand(16, 32),
+}
+
+
+def _drop_path_fn(x):
+    # timm's drop_path: a per-sample keep mask by bernoulli_ on a new tensor
+    return x * x.new_empty(x.shape[:1] + (1,) * (x.dim() - 1)).bernoulli_(0.7)
+
+
+def _user_compare_fn(x):
+    # a user's own rand < p (and a user's own permute of a draw): eager draws these as rand
+    # and randn, not as a bernoulli mask
+    drawn = torch.randn(x.shape[::-1], device=x.device)
+    return x * (torch.rand(x.shape, device=x.device) < 0.3) + drawn.permute(
+        *reversed(range(x.dim()))
+    )
+
+
+@pytest.mark.parametrize("layout", list(_LAYOUTS))
+@pytest.mark.parametrize(
+    "fn",
+    [_mask_fn, _bf16_mask_fn, _rand_fn, _randint_fn, _drop_path_fn, _user_compare_fn],
+    ids=lambda f: f.__name__[1:-3],
+)
+def test_compiled_random_ops_draw_what_eager_draws_over_layouts(device, layout, fn):
+    """The same over input layouts: eager's rand_like/randn_like fill ``empty_like(x)`` (x's
+    strides) in memory order, and CPU's kernels choose another algorithm for a non-contiguous
+    tensor, while Inductor draws the physical shape contiguous and permutes it; dropout's mask
+    is contiguous in eager whatever the input. A transposed input gave other numbers compiled
+    (hf:vibevoice_acoustic_tokenizer's sampled latents, 0.4% off in the loss)."""
+    base = torch.randn(16, 32, device=device, requires_grad=True)
+    compiled = torch.compile(fn, backend="neuron")
+    x = _LAYOUTS[layout](base)
+    compiled(x)  # compile outside the compared calls
+    torch.neuron.manual_seed(7)
+    ref = fn(x)
+    torch.neuron.manual_seed(7)
+    got = compiled(x)
+    assert torch.equal(ref.detach().cpu(), got.detach().cpu())
+    assert ref.stride() == got.stride()
+    ref.sum().backward()
+    ref_grad, base.grad = base.grad, None
+    torch.neuron.manual_seed(7)
+    compiled(x).sum().backward()
+    assert torch.equal(ref_grad.cpu(), base.grad.cpu())
+
+
+def _draws_in_dtype(x):
+    shape = x.shape
+    return (
+        torch.randn_like(x),
+        torch.rand_like(x),
+        torch.randint_like(x, 0, 100),
+        torch.randn(shape, dtype=x.dtype, device=x.device),
+        torch.randn(shape, device=x.device).to(x.dtype),  # the user's conversion: float32 drawn
+        torch.randint(0, 100, shape, dtype=torch.int32, device=x.device),
+    )
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float64], ids=str)
+def test_compiled_draws_in_other_dtypes_are_eagers(device, dtype, layout):
+    """Inductor draws float32 (int64) and converts; eager draws in the asked dtype (other
+    numbers). The pass draws in that dtype, and leaves a user's own `.to()` after a float32
+    draw as it is."""
+    x = torch.randn(16, 32, device=device).to(dtype)
+    if layout == "transposed":
+        x = x.reshape(32, 16).t()
+    compiled = torch.compile(_draws_in_dtype, backend="neuron")
+    compiled(x)
+    torch.neuron.manual_seed(7)
+    ref = _draws_in_dtype(x)
+    torch.neuron.manual_seed(7)
+    got = compiled(x)
+    for i, (r, g) in enumerate(zip(ref, got)):
+        assert r.dtype == g.dtype and r.stride() == g.stride(), i
+        assert torch.equal(r.cpu(), g.cpu()), i
+
+
 def test_random_inputs_replace_every_random_node(device):
     """The pass leaves no Inductor random node (no Philox loop, no seed) in a dropout graph,
     and describes each new input: dropout's keep mask as bernoulli(1 - p)."""
     import torch._inductor.inductor_prims  # noqa: F401
     from torch.fx.experimental.proxy_tensor import make_fx
 
+    from torch_neuronx.compile.legality import DECOMPOSED_FROM
     from torch_neuronx.compile.random_inputs import Draw, random_as_inputs
 
     prims = torch.ops.prims
@@ -80,6 +166,10 @@ def test_random_inputs_replace_every_random_node(device):
 
     x = torch.randn(4, 8, device=device)
     gm = make_fx(graph, tracing_mode="fake")(x)
+    # the first compare came from dropout's decomposition (the neuron table marks it); the
+    # second is a user's own `rand < p`, which eager draws as rand
+    keep = next(n for n in gm.graph.nodes if n.target is torch.ops.aten.gt.Scalar)
+    keep.meta["custom"] = {DECOMPOSED_FROM: "aten::native_dropout"}
     fake_x = next(n for n in gm.graph.nodes if n.op == "placeholder").meta["val"]
     inputs, draws = random_as_inputs(gm, [fake_x])
     targets = {n.target for n in gm.graph.nodes if n.op == "call_function"}
@@ -90,12 +180,12 @@ def test_random_inputs_replace_every_random_node(device):
     }
     assert draws == (
         Draw("mask", (4, 8), torch.bool, p=0.75),
-        Draw("mask", (4, 8), torch.bool, p=0.5),
+        Draw("rand", (4, 8), torch.float32),
         Draw("randn", (4, 8), torch.float32),
     )
     assert len(inputs) == 4 and [i.dtype for i in inputs[1:]] == [
         torch.bool,
-        torch.bool,
+        torch.float32,
         torch.float32,
     ]
 

@@ -26,7 +26,7 @@ import torch.fx.traceback as fx_traceback
 
 from torch_neuronx.eager import int_histc
 
-from . import legality
+from . import legality, random_inputs
 from .host_decompositions import host_branch_table
 from .legality import DECOMPOSED_FROM
 
@@ -60,7 +60,25 @@ def neuron_decompositions() -> dict[Any, Callable]:
     # the host's branch where a decomposition tests the device type (host_decompositions.py)
     table = host_branch_table(select_decomp_table())
     table[torch.ops.aten.histc.default] = _histc
+    # *_like random ops: their layout chain is marked for the random-input pass
+    for op in random_inputs.RANDOM_LIKE_OPS:
+        if op in table:
+            table[op] = _random_like(table[op])
     return {op: _annotated(op, fn) for op, fn in table.items()}
+
+
+def _random_like(fn: Callable) -> Callable:
+    """Inductor's ``rand_like``/``randn_like``/``randint_like`` with the nodes it writes
+    marked (``random_inputs.RANDOM_LIKE``): a non-contiguous ``x`` becomes a contiguous draw
+    that is permuted, which the random-input pass then draws as eager does, into x's strides
+    (random_inputs.py, "Layouts"); a user's own permute of a draw is not marked."""
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        with fx_traceback.annotate({random_inputs.RANDOM_LIKE: True}):
+            return fn(*args, **kwargs)
+
+    return run
 
 
 def _histc(x, bins=100, min=0, max=0):
