@@ -263,6 +263,15 @@ def test_random_draws_are_off_or_shared():
     assert batch["noise"].shape == (2, batch["pixel_values"].shape[-1] ** 2 // 16**2)
 
 
+def test_a_block_count_that_aliases_the_layer_count_follows_it():
+    # xLSTM derives `num_blocks` (its block stack) from `num_hidden_layers` when unset; the
+    # default's copy fixed 32 blocks, a 29,037-node graph that timed out compiled
+    config = shrunk("xlstm")
+    assert config.num_blocks == config.num_hidden_layers == 2
+    eomt = shrunk("eomt")  # a block count of its own (the query blocks), not an alias
+    assert eomt.num_blocks == 4 and eomt.num_hidden_layers == 2
+
+
 def test_scaling_coefficients_and_linear_attention_are_shrunk():
     vision = shrunk("align").vision_config  # EfficientNet-B7: 55 blocks at depth 3.1
     assert vision.depth_coefficient == 1.0 and vision.width_coefficient == 2.0

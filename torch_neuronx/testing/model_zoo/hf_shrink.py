@@ -691,6 +691,19 @@ def shrink_kwargs(
             # derives every how-many-th layer is one (Switch Transformers: 3 of 12, every 4th):
             # one of the shrunk stack's layers (3 of 2 gave a step of 0, i.e. no sparse layer)
             kw[name] = 1
+        elif (
+            re.fullmatch(r"num_\w*blocks", name)
+            and isinstance(value, int)
+            and value in layers
+            and new_layers is not None
+            and value > new_layers
+        ):
+            # a block count equal to the layer count is its alias, which the config derives
+            # from it when unset (xLSTM's `num_blocks`, the length of its block stack), and
+            # which the default's copy fixes: it follows the shrunk layer count (32 blocks
+            # made a 29,037-node graph that Inductor's joint-graph passes alone took more than
+            # 9 CPU min over, on CPU as on neuron)
+            kw[name] = new_layers
         elif name == "backbone" and value is None and "backbone_config" not in accepted:
             kw[name] = TIMM_BACKBONE  # a timm wrapper left without its architecture
         elif is_config(value):
