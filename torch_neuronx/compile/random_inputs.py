@@ -24,8 +24,10 @@ draws at every call on the neuron device with the eager op that eager mode runs
   that dropout's and ``bernoulli_(p)``'s decompositions write (eager draws those as one
   bernoulli mask); a user's own ``torch.rand(...) < p`` is drawn as ``rand``, as eager draws
   it (it was drawn as a mask before, and differed from eager);
-* other ``inductor_random`` nodes become ``torch.rand``/``torch.randn`` (float32, as
-  Inductor's prim), ``inductor_randint`` nodes ``torch.randint``;
+* other ``inductor_random`` nodes become ``torch.rand``/``torch.randn``,
+  ``inductor_randint`` nodes ``torch.randint``, each in the dtype the program asked for
+  (Inductor's prims draw float32 and int64 and convert; eager draws bfloat16, float16 and
+  float64 numbers directly, other numbers than a converted float32 draw: ``_own_convert``);
 * seeds still used afterwards (a random node this pass does not take, e.g. symbolic sizes)
   become one ``int64`` seed input drawn on the device, which Inductor's Philox code reads.
 
