@@ -324,6 +324,23 @@ def test_a_compile_error_cpu_inductor_shares_is_cpu_error():
     assert "tests/models/test_model_zoo_rules.py:" in outcome.detail, outcome.detail
 
 
+def test_a_compile_error_is_cpu_inductors_only_when_the_whole_message_matches(monkeypatch):
+    # Dynamo's first line is generic; the op's own error follows it
+    head = "RuntimeError when making fake tensor call\n  got "
+    for cpu_body, status in [
+        ("IndexError('x') for FakeTensor(..., size=(2,))", "cpu_error"),
+        ("IndexError('y') for FakeTensor(..., size=(2,))", "fail"),
+    ]:
+        dev = RuntimeError(
+            head + "IndexError('x') for FakeTensor(..., device='neuron:0', size=(2,))"
+        )
+        outcome = train_check.Outcome("m", "compiled", "fail", "on neuron", error=dev)
+        cpu = RuntimeError(head + cpu_body)
+        monkeypatch.setattr(train_check, "_train_cpu_inductor", lambda *a, c=cpu: (None, c))
+        train_check._judge_error_by_cpu_inductor(outcome, None, None, None)
+        assert outcome.status == status, outcome.detail
+
+
 def test_a_compile_error_of_the_device_alone_stays_a_failure(monkeypatch):
     real = train_check._device_train
 

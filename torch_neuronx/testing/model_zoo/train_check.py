@@ -35,7 +35,7 @@ as far from float64 as the compiled ones, while CPU Inductor gives bit for bit t
 backend's losses and gradients. Only a failing compiled run pays for the CPU compile.
 
 A compiled run that raises is tried under CPU Inductor too: when ``torch.compile`` on CPU raises
-the same error (the root cause's type and first line, device names aside), the failure is
+the same error (the root cause's type and message, device names aside), the failure is
 PyTorch's, not the backend's -- Dynamo cannot trace the model, whatever the device (hf:udop
 indexes a tensor with a tuple of 0-dim tensors, which Dynamo's fake tensors cannot read). The
 CPU reference of the compiled mode is then missing, as when CPU eager raises: ``cpu_error``,
@@ -378,14 +378,16 @@ def _train_cpu_inductor(fresh, batch, kwargs):
 
 
 def _signature(exc: BaseException) -> tuple[str, str]:
-    """What makes two failures the same one: the root cause's type and first message line, with
-    the device's name written as CPU's (fake tensors print their device)."""
+    """What makes two failures the same one: the root cause's type and whole message, with the
+    device's name written as CPU's (fake tensors print a device other than CPU's). Not the first line alone:
+    Dynamo's is generic ("RuntimeError when making fake tensor call") and the op's own error
+    follows it, so a backend's fake-tensor error would pass for a CPU one."""
     root = _root(exc)
-    lines = [line for line in str(root).strip().splitlines() if line.strip()]
-    first = lines[0] if lines else ""
+    message = str(root).strip()
     for name in ("neuron:0", "neuron"):
-        first = first.replace(name, "cpu")
-    return type(root).__name__, first
+        message = message.replace(name, "cpu")
+    # a CPU fake tensor's repr leaves its device out
+    return type(root).__name__, message.replace(", device='cpu'", "")
 
 
 def _judge_error_by_cpu_inductor(outcome: Outcome, fresh, batch, kwargs) -> None:
