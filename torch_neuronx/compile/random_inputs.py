@@ -243,40 +243,36 @@ def random_as_inputs(gm: torch.fx.GraphModule, example_inputs: list) -> tuple[li
         val = node.meta.get("val")
         if not _on_neuron_contiguous(val):
             continue
-        replaced = [node]
         # the draw in the dtype the user asked for, as eager draws it, then *_like's layout
         own = _own_convert(node)
         like = _like_chain(own or node)
-        drawn = [*reversed(like), *([own] if own else []), node]  # the nodes one draw replaces
-        dtype = (own or node).meta["val"].dtype
+        replaced = [*reversed(like), *([own] if own else []), node]  # the nodes one draw replaces
         if node.target is random_op:
-            size, _seed, mode = node.args[:3]
-            size = _static_size(size)
-            if size is None or mode not in ("rand", "randn"):
+            size, _seed, kind = node.args[:3]
+            bounds: dict[str, int] = {}
+            if kind not in ("rand", "randn"):
                 continue
-            mask = _mask_of(node) if mode == "rand" else None
-            if mask is not None and _on_neuron(mask[0].meta.get("val")):
-                compare, prob = mask
-                replaced = [compare, *reversed(_chain(node, compare))]
-                # eager draws the mask contiguous whatever the input's layout; the graph
-                # then reads it in the compare's strides
-                cval = compare.meta["val"]
-                stride = None if cval.is_contiguous() else tuple(cval.stride())
-                draw = Draw("mask", tuple(cval.shape), torch.bool, p=prob, stride=stride)
-            else:
-                replaced = drawn
-                draw = _like_draw(mode, like[-1]) if like else Draw(mode, size, dtype)
         else:
             low, high, size, _seed = node.args
-            size = _static_size(size)
-            if size is None or type(low) is not int or type(high) is not int:
+            kind, bounds = "randint", {"low": low, "high": high}
+            if type(low) is not int or type(high) is not int:
                 continue
-            replaced = drawn
-            bounds = {"low": low, "high": high}
-            if like:
-                draw = _like_draw("randint", like[-1], **bounds)
-            else:
-                draw = Draw("randint", size, dtype, **bounds)
+        size = _static_size(size)
+        if size is None:
+            continue
+        mask = _mask_of(node) if kind == "rand" else None
+        if mask is not None and _on_neuron(mask[0].meta.get("val")):
+            compare, prob = mask
+            replaced = [compare, *reversed(_chain(node, compare))]
+            # eager draws the mask contiguous whatever the input's layout; the graph then
+            # reads it in the compare's strides
+            cval = compare.meta["val"]
+            stride = None if cval.is_contiguous() else tuple(cval.stride())
+            draw = Draw("mask", tuple(cval.shape), torch.bool, p=prob, stride=stride)
+        elif like:
+            draw = _like_draw(kind, like[-1], **bounds)
+        else:
+            draw = Draw(kind, size, (own or node).meta["val"].dtype, **bounds)
         ph = _new_placeholder(gm, f"neuron_random_{len(draws)}")
         ph.meta.update(replaced[0].meta)
         replaced[0].replace_all_uses_with(ph)
